@@ -1,0 +1,254 @@
+"""Grouped dask reads: one key per chunk, one ``read_many`` per group of chunks.
+
+:class:`GroupedReadLayer` is a :class:`dask.highlevelgraph.Layer` that stays
+symbolic until dask culls it. Its :meth:`~GroupedReadLayer.cull` runs once
+dask knows which chunks a computation needs; only then are the reads planned
+(:func:`rumi_xarray.reads.plan`): neighbouring needed chunks become one
+"read group" task (one native call, one Karu submission) and every chunk a
+cheap task that slices or assembles its block from its groups' results.
+Opening a cube of a million frames therefore builds no task at all.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from collections.abc import Iterator, Mapping, Set
+from typing import Any
+
+import dask
+import dask.array as da
+import numpy as np
+from dask._task_spec import Task, TaskRef
+from dask.base import tokenize
+from dask.highlevelgraph import HighLevelGraph, Layer
+
+from rumi_xarray import grid as grid_mod
+from rumi_xarray import reads
+from rumi_xarray.array import RumiBackendArray
+
+#: dask config key bounding the decoded bytes of one grouped read.
+CONFIG_GROUP_BYTES = "rumi.group-bytes"
+
+
+def group_bytes() -> int:
+    """Return the configured decoded-bytes budget of one read group.
+
+    Set with ``dask.config.set({"rumi.group-bytes": "256MiB"})``; the default
+    is 128 MiB.
+
+    Returns
+    -------
+    int
+    """
+    value = dask.config.get(CONFIG_GROUP_BYTES, reads.DEFAULT_GROUP_BYTES)
+    return int(dask.utils.parse_bytes(value) if isinstance(value, str) else value)
+
+
+class GroupedReadLayer(Layer):
+    """Symbolic layer of a Rumi-backed dask array with grouped reads.
+
+    Parameters
+    ----------
+    name : str
+        The dask array name; chunk keys are ``(name, *block_index)``.
+    array : RumiBackendArray
+        What to read (cube, squeezed time, single band).
+    chunks : tuple of tuple of int
+        Normalized chunks over ``array.dims``.
+    budget : int
+        Decoded bytes per read group.
+    needed : frozenset of tuple, optional
+        Block indices this (culled) layer must produce; ``None`` means all.
+    """
+
+    # Our tasks are task-spec objects; without this the base class would
+    # materialise every task just to check for legacy tuples.
+    has_legacy_tasks = False
+
+    def __init__(self, name: str, array: RumiBackendArray,
+                 chunks: tuple[tuple[int, ...], ...], budget: int,
+                 needed: frozenset[tuple[int, ...]] | None = None,
+                 annotations: Mapping[str, Any] | None = None) -> None:
+        super().__init__(annotations=annotations)
+        self.name = name
+        self.array = array
+        self.chunks = chunks
+        self.budget = budget
+        self.needed = needed
+        self._starts = [grid_mod.chunk_starts(c) for c in chunks]
+
+    # -- symbolic interface -------------------------------------------------
+
+    def is_materialized(self) -> bool:
+        """Return whether the tasks have been built."""
+        return "_tasks" in self.__dict__
+
+    def _blocks(self) -> Iterator[tuple[int, ...]]:
+        if self.needed is not None:
+            return iter(sorted(self.needed))
+        return itertools.product(*(range(len(c)) for c in self.chunks))
+
+    def get_output_keys(self) -> Set[Any]:
+        """Return the chunk keys, without building tasks."""
+        return {(self.name, *b) for b in self._blocks()}
+
+    def cull(self, keys: set[Any], all_hlg_keys: Any) -> tuple[Layer, Mapping[Any, set[Any]]]:
+        """Keep only the chunks in ``keys``; reads are planned for those alone.
+
+        Parameters
+        ----------
+        keys : set
+            Keys needed downstream (of any layer).
+        all_hlg_keys : collection
+            Unused: this layer depends on no other.
+
+        Returns
+        -------
+        layer : GroupedReadLayer
+        deps : dict
+            No external dependencies for any kept key.
+        """
+        wanted = frozenset(
+            k[1:] for k in keys
+            if isinstance(k, tuple) and k and k[0] == self.name and len(k) == len(self.chunks) + 1
+        )
+        if self.needed is not None:
+            wanted &= self.needed
+        culled = GroupedReadLayer(self.name, self.array, self.chunks, self.budget,
+                                  needed=wanted, annotations=self.annotations)
+        return culled, {(self.name, *b): set() for b in wanted}
+
+    def get_dependencies(self, key: Any, all_hlg_keys: Any) -> set[Any]:
+        """Return no external dependencies: chunks depend only on read groups."""
+        return set()
+
+    # -- Mapping interface (materialises) -----------------------------------
+
+    @functools.cached_property
+    def _tasks(self) -> dict[Any, Task]:
+        blocks = list(self._blocks())
+        requests = [self.request(b) for b in blocks]
+        p = reads.plan(self.array.cube, requests, budget=self.budget)
+        group = f"{self.name}-read"
+        tasks: dict[Any, Task] = {}
+        for i, call in enumerate(p.calls):
+            tasks[(group, i)] = Task((group, i), reads.execute, self.array.cube, call)
+        drop = self.squeezed_axes()
+        dtype = self.array.dtype
+        for block, request, parts in zip(blocks, requests, p.parts, strict=True):
+            used = sorted({part.call for part in parts})
+            local = {c: j for j, c in enumerate(used)}
+            relabelled = tuple(_relabel(part, local[part.call]) for part in parts)
+            key = (self.name, *block)
+            tasks[key] = Task(key, assemble_block, request, relabelled, dtype, drop,
+                              *[TaskRef((group, c)) for c in used])
+        return tasks
+
+    def __getitem__(self, key: Any) -> Task:
+        return self._tasks[key]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._tasks)
+
+    def __len__(self) -> int:
+        return len(self._tasks)
+
+    # -- geometry -----------------------------------------------------------
+
+    def squeezed_axes(self) -> tuple[int, ...]:
+        """Return the ``(t, b, y, x)`` axes that are not dimensions of the array."""
+        axes = []
+        if not self.array.has_time:
+            axes.append(0)
+        if self.array.band is not None:
+            axes.append(1)
+        return tuple(axes)
+
+    def request(self, block: tuple[int, ...]) -> reads.Request:
+        """Return the read request of one chunk.
+
+        Parameters
+        ----------
+        block : tuple of int
+            Block index over the array's dimensions.
+
+        Returns
+        -------
+        reads.Request
+        """
+        spans = {}
+        for dim, i, starts, sizes in zip(self.array.dims, block, self._starts, self.chunks,
+                                         strict=True):
+            spans[dim] = (int(starts[i]), int(sizes[i]))
+        t0, tn = spans.get("time", (0, 1))
+        if "band" in spans:
+            b0, bn = spans["band"]
+            bands = tuple(range(b0, b0 + bn))
+        else:
+            bands = (int(self.array.band),)  # type: ignore[arg-type]
+        (y0, yn), (x0, xn) = spans["y"], spans["x"]
+        return reads.Request(times=tuple(range(t0, t0 + tn)), bands=bands,
+                             row=y0, col=x0, height=yn, width=xn)
+
+
+def _relabel(part: reads.Part, call: int) -> reads.Part:
+    return reads.Part(call=call, item=part.item, t_out=part.t_out, t_src=part.t_src,
+                      b_out=part.b_out, b_src=part.b_src)
+
+
+def assemble_block(request: reads.Request, parts: tuple[reads.Part, ...], dtype: np.dtype,
+                   drop: tuple[int, ...], *results: np.ndarray) -> np.ndarray:
+    """Build one chunk from the results of its read groups (a dask task).
+
+    Parameters
+    ----------
+    request : reads.Request
+    parts : tuple of reads.Part
+        Call indices refer to positions in ``results``.
+    dtype : numpy.dtype
+    drop : tuple of int
+        ``(t, b, y, x)`` axes to squeeze.
+    *results : numpy.ndarray
+        Outputs of the chunk's read groups.
+
+    Returns
+    -------
+    numpy.ndarray
+    """
+    block = reads.assemble(request, parts, list(results), dtype)
+    return block.squeeze(axis=drop) if drop else block
+
+
+def grouped_array(array: RumiBackendArray, chunks: Any = None, *, budget: int | None = None,
+                  name: str | None = None) -> da.Array:
+    """Return a dask array over ``array`` whose chunks are read in groups.
+
+    Parameters
+    ----------
+    array : RumiBackendArray
+    chunks : dict, int, str, tuple, optional
+        As for ``xarray.open_dataset``; ``{}`` is one chunk per frame.
+    budget : int, optional
+        Decoded bytes per read group (default: :func:`group_bytes`).
+    name : str, optional
+        dask name; by default a deterministic token of the sources and chunks.
+
+    Returns
+    -------
+    dask.array.Array
+    """
+    dims = array.dims
+    preferred = grid_mod.preferred_chunks(array.cube.grid, dims)
+    normalized = grid_mod.align_chunks({} if chunks is None else chunks, array.shape, dims,
+                                       preferred, array.dtype, source=array.cube.name)
+    budget = group_bytes() if budget is None else int(budget)
+    if name is None:
+        cube = array.cube
+        name = "rumi-" + tokenize(
+            [(s.source, s.header) for s in cube.scenes], cube.steps, array.band,
+            array.has_time, normalized)
+    layer = GroupedReadLayer(name, array, normalized, budget)
+    graph = HighLevelGraph({name: layer}, {name: set()})
+    meta = np.empty((0,) * len(dims), dtype=array.dtype)
+    return da.Array(graph, name, normalized, meta=meta)

@@ -1,5 +1,6 @@
 """xarray and dask backend for Rumi rasters."""
 
+from rumi_xarray import accessor as _accessor  # registers the .rumi accessor
 from rumi_xarray.api import chunk, open_dataset
 from rumi_xarray.backend import RumiBackendEntrypoint
 from rumi_xarray.engine import enable_verification, stats

@@ -56,6 +56,10 @@ class RumiBackendArray(BackendArray):
         return dims
 
     def __getitem__(self, key: indexing.ExplicitIndexer) -> np.ndarray:
+        if isinstance(key, indexing.BasicIndexer | indexing.OuterIndexer):
+            # Our reads take any OUTER key (negative steps included) directly;
+            # xarray's decomposition is only needed for vectorized keys.
+            return self._getitem(key.tuple)
         return indexing.explicit_indexing_adapter(
             key, self.shape, indexing.IndexingSupport.OUTER, self._getitem)
 

@@ -10,11 +10,14 @@ them over real sockets.
 from __future__ import annotations
 
 import base64
+import contextlib
+import dataclasses
 import email.utils
 import hmac
 import os
 import re
 import shutil
+import socket
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
@@ -23,7 +26,7 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, Literal
 from urllib.parse import quote, unquote, urlsplit
 
 if TYPE_CHECKING:
@@ -87,6 +90,13 @@ class _RequestLog:
         with self._lock:
             self._items.append(item)
 
+    def amend(self, old: RecordedRequest, new: RecordedRequest) -> None:
+        with self._lock:
+            for i in range(len(self._items) - 1, -1, -1):
+                if self._items[i] is old:
+                    self._items[i] = new
+                    return
+
     def connected(self) -> None:
         with self._lock:
             self.connections += 1
@@ -111,7 +121,7 @@ class _RequestLog:
             return sum(r.bytes_sent for r in self._items)
 
 
-def parse_range(header: str | None, size: int) -> tuple[int, int] | None | bool:
+def parse_range(header: str | None, size: int) -> tuple[int, int] | Literal[False] | None:
     """Resolve a single-range ``Range`` header against a representation size.
 
     Parameters
@@ -165,31 +175,39 @@ class _RangeHandler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
-        self.server.owner.log.connected()
+        self.server.owner.opened(self.connection)
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+    def finish(self) -> None:
+        try:
+            super().finish()
+        finally:
+            self.server.owner.closed(self.connection)
+
+    def log_message(self, format: str, *args: Any) -> None:
         # The request log replaces stderr chatter that would drown pytest output.
         pass
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         self._serve(send_body=True)
 
-    def do_HEAD(self) -> None:  # noqa: N802
+    def do_HEAD(self) -> None:
         self._serve(send_body=False)
 
-    def _record(self, status: int, sent: int) -> None:
+    def _record(self, status: int, sent: int) -> RecordedRequest:
+        # Called before end_headers(): once the response is on the wire the client
+        # may return and the test assert on the log, so the entry must already exist.
         parts = urlsplit(self.path)
-        self.server.owner.log.add(
-            RecordedRequest(
-                method=self.command,
-                path=unquote(parts.path),
-                range=self.headers.get("Range"),
-                status=status,
-                bytes_sent=sent,
-                query=parts.query,
-                headers={k.lower(): v for k, v in self.headers.items()},
-            )
+        item = RecordedRequest(
+            method=self.command,
+            path=unquote(parts.path),
+            range=self.headers.get("Range"),
+            status=status,
+            bytes_sent=sent,
+            query=parts.query,
+            headers={k.lower(): v for k, v in self.headers.items()},
         )
+        self.server.owner.log.add(item)
+        return item
 
     def _fail(self, status: HTTPStatus, extra: Mapping[str, str] | None = None) -> None:
         body = f"{status.value} {status.phrase}\n".encode() if self.command != "HEAD" else b""
@@ -199,10 +217,10 @@ class _RangeHandler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "text/plain; charset=utf-8")
         # Content-Length on every error keeps the keep-alive connection usable.
         self.send_header("Content-Length", str(len(body)) if body else "0")
+        self._record(status.value, 0)
         self.end_headers()
         if body:
             self.wfile.write(body)
-        self._record(status.value, 0)
 
     def _serve(self, *, send_body: bool) -> None:
         owner = self.server.owner
@@ -233,10 +251,13 @@ class _RangeHandler(BaseHTTPRequestHandler):
             "Accept-Ranges": "bytes",
         }
         if_match = self.headers.get("If-Match")
-        if if_match is not None and if_match.strip() != "*":
-            if etag not in [tag.strip() for tag in if_match.split(",")]:
-                self._fail(HTTPStatus.PRECONDITION_FAILED, validators)
-                return
+        if (
+            if_match is not None
+            and if_match.strip() != "*"
+            and etag not in [tag.strip() for tag in if_match.split(",")]
+        ):
+            self._fail(HTTPStatus.PRECONDITION_FAILED, validators)
+            return
         resolved = parse_range(self.headers.get("Range"), size)
         if resolved is False:
             self._fail(
@@ -244,7 +265,7 @@ class _RangeHandler(BaseHTTPRequestHandler):
                 {**validators, "Content-Range": f"bytes */{size}"},
             )
             return
-        if resolved is None or resolved is True:
+        if resolved is None:
             status, first, length = HTTPStatus.OK, 0, size
         else:
             first, last = resolved
@@ -256,6 +277,7 @@ class _RangeHandler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(length))
         if status == HTTPStatus.PARTIAL_CONTENT:
             self.send_header("Content-Range", f"bytes {first}-{first + length - 1}/{size}")
+        recorded = self._record(status.value, length if send_body else 0)
         self.end_headers()
         sent = 0
         if send_body:
@@ -270,7 +292,9 @@ class _RangeHandler(BaseHTTPRequestHandler):
             except (BrokenPipeError, ConnectionResetError):
                 # A client may abandon a transfer (cancelled read); log what got out.
                 self.close_connection = True
-        self._record(status.value, sent)
+            if sent != length:
+                partial = dataclasses.replace(recorded, bytes_sent=sent)
+                self.server.owner.log.amend(recorded, partial)
 
 
 class _OwnedHTTPServer(ThreadingHTTPServer):
@@ -327,6 +351,8 @@ class RangeHTTPServer:
             self.fail(path)
         self._server: _OwnedHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self._open: set[socket.socket] = set()
+        self._open_lock = threading.Lock()
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -358,10 +384,28 @@ class RangeHTTPServer:
             return
         self._server.shutdown()
         self._server.server_close()
+        # Handler threads sit in keep-alive reads for as long as a client pools the
+        # connection; closing their sockets ends them and shows clients a dead server.
+        with self._open_lock:
+            sockets = list(self._open)
+        for sock in sockets:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
         if self._thread is not None:
             self._thread.join(timeout=10)
         self._server = None
         self._thread = None
+
+    def opened(self, sock: socket.socket) -> None:
+        """Track a newly accepted connection (called by the handler)."""
+        self.log.connected()
+        with self._open_lock:
+            self._open.add(sock)
+
+    def closed(self, sock: socket.socket) -> None:
+        """Forget a finished connection (called by the handler)."""
+        with self._open_lock:
+            self._open.discard(sock)
 
     def __enter__(self) -> RangeHTTPServer:
         return self.start()
@@ -450,9 +494,7 @@ class RangeHTTPServer:
 
     # -- request log -------------------------------------------------------------------
 
-    def requests(
-        self, path: str | None = None, method: str | None = None
-    ) -> list[RecordedRequest]:
+    def requests(self, path: str | None = None, method: str | None = None) -> list[RecordedRequest]:
         """Return a snapshot of recorded requests, oldest first.
 
         Parameters
@@ -606,10 +648,13 @@ class S3Server:
         )
         from werkzeug.serving import make_server
 
+        class QuietHandler(MotoRequestHandler):
+            # The request log replaces werkzeug's per-request stderr line.
+            def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+                pass
+
         app = _RecordingApp(DomainDispatcherApplication(create_backend_app), self.log)
-        self._server = make_server(
-            LOOPBACK, 0, app, threaded=True, request_handler=MotoRequestHandler
-        )
+        self._server = make_server(LOOPBACK, 0, app, threaded=True, request_handler=QuietHandler)
         self._thread = threading.Thread(
             target=self._server.serve_forever,
             kwargs={"poll_interval": 0.05},
@@ -771,15 +816,13 @@ class S3Server:
         import urllib.request
 
         request = urllib.request.Request(f"{self.endpoint_url}/moto-api/reset", method="POST")
-        with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310 - loopback
+        with urllib.request.urlopen(request, timeout=30) as response:
             response.read()
         self._client = None
 
     # -- request log -------------------------------------------------------------------
 
-    def requests(
-        self, path: str | None = None, method: str | None = None
-    ) -> list[RecordedRequest]:
+    def requests(self, path: str | None = None, method: str | None = None) -> list[RecordedRequest]:
         """Return a snapshot of recorded requests (path-style: ``/bucket/key``).
 
         Parameters

@@ -1,0 +1,202 @@
+"""The rumi engine: values equal rumi.read, coordinates and attributes are right."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import rumi
+import xarray as xr
+
+import rumi_xarray as rx
+from rumi_xarray.backend import RumiBackendEntrypoint
+
+
+def truth(path, header) -> np.ndarray:
+    return rumi.read(str(path), header, pattern="t b y x")
+
+
+def as_tbyx(ds: xr.Dataset) -> np.ndarray:
+    values = ds.band_data.values
+    if "time" not in ds.band_data.dims:
+        values = values[np.newaxis]
+    return values
+
+
+def test_values_equal_rumi_read(case):
+    path, header, data, _ = case
+    ds = xr.open_dataset(path, engine="rumi")
+    expected = truth(path, header)
+    got = as_tbyx(ds)
+    assert got.dtype == expected.dtype
+    np.testing.assert_array_equal(got, expected)
+    np.testing.assert_array_equal(got, data)
+
+
+def test_dims_depend_on_time_count(case):
+    path, _, data, c = case
+    ds = xr.open_dataset(path, engine="rumi")
+    if c.t == 1:
+        assert ds.band_data.dims == ("band", "y", "x")
+        assert ds.time.ndim == 0
+    else:
+        assert ds.band_data.dims == ("time", "band", "y", "x")
+    assert ds.sizes["band"] == c.b and ds.sizes["y"] == c.h and ds.sizes["x"] == c.w
+
+
+def test_band_coordinate_is_band_text(case):
+    path, _, data, c = case
+    ds = xr.open_dataset(path, engine="rumi")
+    assert list(ds.band.values) == c.bands()
+    name = c.bands()[-1]
+    np.testing.assert_array_equal(ds.band_data.sel(band=name).values,
+                                  data[:, -1] if c.t > 1 else data[0, -1])
+
+
+def test_time_coordinate(case):
+    path, _, _, c = case
+    ds = xr.open_dataset(path, engine="rumi")
+    steps = c.time()
+    if c.time_kind == "interval":
+        starts = np.array([np.datetime64(a, "ns") for a, _ in steps])
+        ends = np.array([np.datetime64(b, "ns") for _, b in steps])
+        assert ds.time.attrs["bounds"] == "time_bnds"
+        bnds = np.atleast_2d(ds.time_bnds.values)
+        np.testing.assert_array_equal(bnds[:, 0], starts)
+        np.testing.assert_array_equal(bnds[:, 1], ends)
+    else:
+        starts = np.array([np.datetime64(s, "ns") for s in steps])
+        assert "time_bnds" not in ds.variables
+    assert ds.time.dtype == np.dtype("datetime64[ns]")
+    np.testing.assert_array_equal(np.atleast_1d(ds.time.values), starts)
+
+
+def test_decode_times_false_gives_cf_seconds(case):
+    path, _, _, c = case
+    ds = xr.open_dataset(path, engine="rumi", decode_times=False)
+    assert ds.time.attrs["units"].startswith("seconds since 1970-01-01")
+    decoded = xr.decode_cf(ds)
+    np.testing.assert_array_equal(
+        np.atleast_1d(decoded.time.values),
+        np.atleast_1d(xr.open_dataset(path, engine="rumi").time.values))
+
+
+def test_spatial_coordinates(case):
+    path, _, _, c = case
+    ds = xr.open_dataset(path, engine="rumi")
+    transform, epsg = c.georeferencing()
+    if transform is None:
+        for name in ("x", "y", "xc", "yc", "spatial_ref"):
+            assert name not in ds.variables
+        assert "grid_mapping" not in ds.band_data.encoding
+        return
+    a, b, xoff, d, e, yoff = transform
+    assert ds.spatial_ref.attrs["epsg"] == epsg
+    assert f"{epsg}" in ds.spatial_ref.attrs["crs_wkt"] or "WGS 84" in ds.spatial_ref.attrs[
+        "crs_wkt"]
+    assert ds.band_data.encoding["grid_mapping"] == "spatial_ref"
+    shift = 0.0 if c.pixel_is_point else 0.5
+    if c.georef == "rotated":
+        assert "x" not in ds.coords and "y" not in ds.coords
+        row, col = 7, 11
+        assert ds.xc.isel(y=row, x=col).item() == pytest.approx(
+            a * (col + 0.5) + b * (row + 0.5) + xoff)
+        assert ds.yc.isel(y=row, x=col).item() == pytest.approx(
+            d * (col + 0.5) + e * (row + 0.5) + yoff)
+        return
+    np.testing.assert_allclose(ds.x.values, xoff + a * (np.arange(c.w) + shift))
+    np.testing.assert_allclose(ds.y.values, yoff + e * (np.arange(c.h) + shift))
+    assert ds.x.attrs["axis"] == "X" and ds.y.attrs["axis"] == "Y"
+    assert ds.band_data.attrs["AREA_OR_POINT"] == ("Point" if c.pixel_is_point else "Area")
+
+
+def test_rioxarray_reads_crs_and_transform(case):
+    rioxarray = pytest.importorskip("rioxarray")
+    assert rioxarray
+    path, _, _, c = case
+    transform, epsg = c.georeferencing()
+    if transform is None or c.georef == "rotated":
+        return
+    ds = xr.open_dataset(path, engine="rumi")
+    assert ds.rio.crs.to_epsg() == epsg
+    a, b, xoff, d, e, yoff = transform
+    if c.pixel_is_point:  # GDAL/rioxarray transforms are corner based
+        xoff, yoff = xoff - a / 2, yoff - e / 2
+    got = tuple(ds.rio.transform())[:6]
+    assert got == pytest.approx((a, b, xoff, d, e, yoff))
+
+
+def test_preferred_chunks_are_frames(case):
+    path, _, _, c = case
+    ds = xr.open_dataset(path, engine="rumi")
+    meta = rumi.info(source=str(path))
+    pref = ds.band_data.encoding["preferred_chunks"]
+    assert pref["y"] == meta.tile[0] and pref["x"] == meta.tile[1]
+    walks = meta.index_order
+    if c.t > 1:
+        assert pref["time"] == (1 if "t" in walks else c.t)
+    assert pref["band"] == (1 if "b" in walks else c.b)
+    assert ds.band_data.encoding["rumi_header"] == meta.header
+    assert ds.band_data.attrs["rumi_frame_layout"] == meta.frame_layout
+
+
+def test_band_as_variable(case):
+    path, _, data, c = case
+    ds = xr.open_dataset(path, engine="rumi", band_as_variable=True)
+    assert list(ds.data_vars) == c.bands()
+    for i, name in enumerate(c.bands()):
+        expected = data[:, i] if c.t > 1 else data[0, i]
+        np.testing.assert_array_equal(ds[name].values, expected)
+        assert ds[name].attrs["long_name"] == name
+
+
+def test_rx_open_dataset_matches_engine(case):
+    path, _, _, _ = case
+    a = xr.open_dataset(path, engine="rumi")
+    b = rx.open_dataset(path, chunks={})
+    xr.testing.assert_identical(a, b.compute())
+    assert a.band_data.encoding.keys() == b.band_data.encoding.keys()
+
+
+def test_bytes_source(corpus):
+    path, header, data, _ = corpus["plane_tb_u16"]
+    ds = xr.open_dataset(path.read_bytes(), engine="rumi")
+    np.testing.assert_array_equal(ds.band_data.values, data)
+
+
+def test_header_is_checked_against_source(corpus):
+    path, header, data, _ = corpus["plane_tb_u16"]
+    ds = xr.open_dataset(path, engine="rumi", header=header)
+    np.testing.assert_array_equal(ds.band_data.values, data)
+    other = corpus["cell_tbhw_f64"][1]
+    with pytest.raises(ValueError, match=str(path.name)):
+        xr.open_dataset(path, engine="rumi", header=other)
+
+
+def test_drop_variables(corpus):
+    path = corpus["plane_bt_i16"][0]
+    ds = xr.open_dataset(path, engine="rumi", drop_variables=["time_bnds"])
+    assert "time_bnds" not in ds.variables
+
+
+def test_guess_can_open(corpus, tmp_path):
+    entry = RumiBackendEntrypoint()
+    path = corpus["plane_tb_u16"][0]
+    assert entry.guess_can_open(str(path))
+    assert entry.guess_can_open(path)
+    assert entry.guess_can_open("https://example.invalid/a/scene.RUMI?token=1")
+    assert entry.guess_can_open("s3://bucket/scene.rumi")
+    assert not entry.guess_can_open("scene.tif")
+    assert not entry.guess_can_open("https://example.invalid/scene.tif")
+    renamed = tmp_path / "no_extension"
+    renamed.write_bytes(path.read_bytes())
+    assert entry.guess_can_open(str(renamed))
+    other = tmp_path / "other.bin"
+    other.write_bytes(b"GIF89a....")
+    assert not entry.guess_can_open(str(other))
+    # xarray picks the engine by itself
+    ds = xr.open_dataset(renamed)
+    assert "band_data" in ds
+
+
+def test_engine_is_registered():
+    assert "rumi" in xr.backends.list_engines()

@@ -1,8 +1,9 @@
 """xarray and dask backend for Rumi rasters."""
 
-from rumi_xarray import accessor as _accessor  # registers the .rumi accessor
+from rumi_xarray import accessor  # noqa: F401  (registers the .rumi accessor)
 from rumi_xarray.api import chunk, open_dataset
 from rumi_xarray.backend import RumiBackendEntrypoint
+from rumi_xarray.catalog import catalog, open_catalog, open_mfdataset
 from rumi_xarray.engine import enable_verification, stats
 
 # Before anything decodes a frame: librumi pins the setting at first use.
@@ -10,9 +11,12 @@ enable_verification(required=False)
 
 __all__ = [
     "RumiBackendEntrypoint",
+    "catalog",
     "chunk",
     "enable_verification",
+    "open_catalog",
     "open_dataset",
+    "open_mfdataset",
     "stats",
 ]
 __version__ = "0.1.0"

@@ -8,6 +8,7 @@ row), keeps process-wide settings sane and counts what was read.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections.abc import Sequence
@@ -18,6 +19,7 @@ import numpy as np
 import rumi
 
 from rumi_xarray import redact
+from rumi_xarray.transport import RangeSource
 
 #: Output axis order for every read: dimensions never depend on T or on the
 #: number of items.
@@ -33,15 +35,16 @@ class Scene:
 
     Parameters
     ----------
-    source : str or bytes
-        Local path, URL librumi's transport resolves, or the file content.
+    source : str, bytes or RangeSource
+        Local path, URL librumi's transport resolves, the file content, or a
+        source read through fsspec byte ranges.
     header : bytes
         The external header (``rumi.info(...).header``).
     row : int, optional
         Catalog row the scene came from, named in error messages.
     """
 
-    source: str | bytes = field(repr=False)
+    source: str | bytes | memoryview | RangeSource = field(repr=False)
     header: bytes = field(repr=False)
     row: int | None = None
 
@@ -50,6 +53,8 @@ class Scene:
         """Return a printable, credential-free name for messages and reprs."""
         if isinstance(self.source, str):
             return redact.redact(self.source)
+        if isinstance(self.source, RangeSource):
+            return self.source.name
         return f"<{len(self.source)} bytes in memory>"
 
     def describe(self) -> str:
@@ -163,10 +168,9 @@ def configure() -> None:
             return
         enable_verification(required=False)
         if "RUMI_NUM_THREADS" not in os.environ and not _user_set_threads():
-            try:
+            # If the pool already exists its size is fixed; nothing to do.
+            with contextlib.suppress(RuntimeError):
                 rumi.set_num_threads(_dask_thread_count())
-            except RuntimeError:
-                pass  # the pool already exists; its size is fixed
         _configured_pid = pid
 
 
@@ -267,7 +271,7 @@ def _short(values: Sequence[int] | None) -> str:
 # --- metadata -------------------------------------------------------------------
 
 
-def info(source: str | bytes, header: bytes | None = None) -> rumi.Metadata:
+def info(source: str | bytes | RangeSource, header: bytes | None = None) -> rumi.Metadata:
     """Read a source's metadata (index, georeferencing, labels).
 
     Parameters
@@ -290,7 +294,7 @@ def info(source: str | bytes, header: bytes | None = None) -> rumi.Metadata:
     if isinstance(source, str) and "://" not in source and not os.path.exists(source):
         raise FileNotFoundError(f"{name}: no such file")
     try:
-        meta = rumi.info(source=source, header=header)
+        meta = _info(source, header)
     except (ValueError, OSError, RuntimeError, MemoryError, NotImplementedError) as exc:
         reason = str(exc)
         if header is not None and "does not match" in reason:
@@ -300,6 +304,21 @@ def info(source: str | bytes, header: bytes | None = None) -> rumi.Metadata:
         raise _rewrap(exc, f"{name}: not a readable Rumi file") from exc
     STATS.add(metadata=1)
     return meta
+
+
+def _info(source: str | bytes | RangeSource, header: bytes | None) -> rumi.Metadata:
+    if not isinstance(source, RangeSource):
+        return rumi.info(source=source, header=header)
+    failure: ValueError | None = None
+    for image in source.metadata_images():
+        try:
+            return rumi.info(source=image, header=header)
+        except ValueError as exc:
+            if "does not match" in str(exc):
+                raise
+            failure = exc  # the trailer may lie beyond this probe: try a larger one
+    assert failure is not None
+    raise failure
 
 
 def header_info(header: bytes) -> rumi.Metadata:
@@ -345,6 +364,7 @@ def read(items: Sequence[Item], times: Sequence[int] | None, bands: Sequence[int
     time_arg = None if times is None else list(times)
     band_arg = None if bands is None else list(bands)
     try:
+        items = _materialize(items, time_arg, band_arg, height, width)
         if len(items) == 1:
             it = items[0]
             out = rumi.read(it.scene.source, it.scene.header, pattern=PATTERN_ONE,
@@ -359,6 +379,28 @@ def read(items: Sequence[Item], times: Sequence[int] | None, bands: Sequence[int
         raise _locate_failure(exc, items, time_arg, band_arg, height, width) from exc
     STATS.add(calls=1, items=len(items), frames=frames,
               bytes=int(out.nbytes))
+    return out
+
+
+def _materialize(items: Sequence[Item], times: list[int] | None, bands: list[int] | None,
+                 height: int, width: int) -> Sequence[Item]:
+    """Replace range-read sources by sparse images holding the planned frames."""
+    ranged: dict[int, list[int]] = {}
+    for i, it in enumerate(items):
+        if isinstance(it.scene.source, RangeSource):
+            ranged.setdefault(id(it.scene), []).append(i)
+    if not ranged:
+        return items
+    out = list(items)
+    for indices in ranged.values():
+        scene = items[indices[0]].scene
+        assert isinstance(scene.source, RangeSource)
+        ranges = [r for i in indices
+                  for r in plan_ranges(scene, times, bands, items[i].row, items[i].col,
+                                       height, width)]
+        local = Scene(scene.source.image(ranges), scene.header, scene.row)
+        for i in indices:
+            out[i] = Item(local, items[i].row, items[i].col)
     return out
 
 

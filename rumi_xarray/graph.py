@@ -130,7 +130,9 @@ class GroupedReadLayer(Layer):
         blocks = list(self._blocks())
         requests = [self.request(b) for b in blocks]
         p = reads.plan(self.array.cube, requests, budget=self.budget)
-        group = f"{self.name}-read"
+        # Group keys depend on the plan: a scheduler that still holds groups
+        # of an earlier, differently culled computation must not reuse them.
+        group = f"{self.name}-read-{tokenize(p.calls)}"
         tasks: dict[Any, Task] = {}
         for i, call in enumerate(p.calls):
             tasks[(group, i)] = Task((group, i), reads.execute, self.array.cube, call)

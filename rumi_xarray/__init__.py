@@ -1,6 +1,10 @@
 """xarray and dask backend for Rumi rasters."""
 
-from rumi_xarray import accessor  # noqa: F401  (registers the .rumi accessor)
+from rumi_xarray import (
+    accessor,  # noqa: F401  (registers the .rumi accessor)
+    graph,
+)
+from rumi_xarray import catalog as catalog_module
 from rumi_xarray.api import chunk, open_dataset
 from rumi_xarray.backend import RumiBackendEntrypoint
 from rumi_xarray.catalog import catalog, open_catalog, open_mfdataset
@@ -12,8 +16,10 @@ enable_verification(required=False)
 __all__ = [
     "RumiBackendEntrypoint",
     "catalog",
+    "catalog_module",
     "chunk",
     "enable_verification",
+    "graph",
     "open_catalog",
     "open_dataset",
     "open_mfdataset",

@@ -1,10 +1,14 @@
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.corpus import CASES, Case
+from tests.servers import S3_ENV_TO_UNSET, RangeHTTPServer, S3Server, write_sample
+
+BUCKET = "rumi-test"
 
 
 @pytest.fixture(scope="session")
@@ -21,3 +25,50 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, by
 @pytest.fixture(params=[c.name for c in CASES])
 def case(request: pytest.FixtureRequest, corpus: dict) -> tuple[Path, bytes, object, Case]:
     return corpus[request.param]
+
+
+@pytest.fixture(scope="session")
+def remote_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Directory holding ``a.rumi`` and ``b.rumi``, the files every server publishes."""
+    root = tmp_path_factory.mktemp("remote")
+    write_sample(root / "a.rumi", seed=0)
+    write_sample(root / "b.rumi", seed=1)
+    return root
+
+
+@pytest.fixture(scope="session")
+def http_server_session(remote_dir: Path) -> Iterator[RangeHTTPServer]:
+    with RangeHTTPServer(remote_dir) as server:
+        yield server
+
+
+@pytest.fixture
+def http_server(http_server_session: RangeHTTPServer) -> RangeHTTPServer:
+    """The session's HTTP server with an empty request log and no failing paths."""
+    http_server_session.heal()
+    http_server_session.reset()
+    return http_server_session
+
+
+@pytest.fixture(scope="session")
+def s3_server_session(remote_dir: Path) -> Iterator[S3Server]:
+    with S3Server() as server:
+        server.upload(BUCKET, *sorted(remote_dir.glob("*.rumi")))
+        yield server
+
+
+@pytest.fixture
+def s3_server(s3_server_session: S3Server, monkeypatch: pytest.MonkeyPatch) -> S3Server:
+    """The session's S3 server, this process's env pointed at it, request log emptied."""
+    for name in S3_ENV_TO_UNSET:
+        monkeypatch.delenv(name, raising=False)
+    for name, value in s3_server_session.env.items():
+        monkeypatch.setenv(name, value)
+    s3_server_session.reset()
+    return s3_server_session
+
+
+@pytest.fixture
+def karu_fail_fast(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One attempt per request: with Karu's default retries a 5xx takes ~30 s to surface."""
+    monkeypatch.setenv("KARU_MAX_ATTEMPTS", "1")

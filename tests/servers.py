@@ -39,6 +39,10 @@ __all__ = [
     "RangeHTTPServer",
     "RecordedRequest",
     "S3Server",
+    "copy_into",
+    "iter_ranges",
+    "parse_range",
+    "write_sample",
 ]
 
 LOOPBACK = "127.0.0.1"
@@ -156,9 +160,9 @@ def parse_range(header: str | None, size: int) -> tuple[int, int] | Literal[Fals
             return False
         return max(0, size - suffix), size - 1
     first = int(first_text)
-    last = int(last_text) if last_text else size - 1
-    if last < first:
+    if last_text and int(last_text) < first:
         return None  # syntactically invalid per RFC 9110: ignore the header
+    last = int(last_text) if last_text else size - 1
     if first >= size:
         return False
     return first, min(last, size - 1)
@@ -531,6 +535,8 @@ class RangeHTTPServer:
 
 #: Variables that could point a client at real AWS or at credentials other than the
 #: test server's; a fixture should delete them before applying ``S3Server.env``.
+#: ``AWS_S3_ENDPOINT`` matters most: Karu ranks it (GDAL's spelling, set on many geo
+#: workstations) above ``AWS_ENDPOINT_URL_S3``, which it ranks above ``AWS_ENDPOINT_URL``.
 S3_ENV_TO_UNSET: tuple[str, ...] = (
     "AWS_PROFILE",
     "AWS_DEFAULT_PROFILE",
@@ -609,7 +615,10 @@ class S3Server:
     >>> with S3Server() as s3:
     ...     s3.create_bucket("bkt")
     ...     s3.upload("bkt", "/tmp/a.rumi")
-    ...     monkeypatch.setattr(os, "environ", {**os.environ, **s3.env})
+    ...     for name in S3_ENV_TO_UNSET:
+    ...         monkeypatch.delenv(name, raising=False)
+    ...     for name, value in s3.env.items():
+    ...         monkeypatch.setenv(name, value)
     ...     rumi.info(source="s3://bkt/a.rumi")
     """
 
@@ -713,11 +722,16 @@ class S3Server:
         Notes
         -----
         Karu needs only ``AWS_ENDPOINT_URL`` (or ``AWS_ENDPOINT_URL_S3``) plus the
-        key pair: it accepts a plain ``http://`` endpoint and addresses buckets
-        path-style whenever a custom endpoint is set. botocore >= 1.31 reads the
-        same ``AWS_ENDPOINT_URL``. ``AWS_EC2_METADATA_DISABLED`` keeps both from
-        probing the link-local metadata service, and pointing the config files at
-        ``/dev/null`` keeps a developer's ``~/.aws`` profile out of the tests.
+        key pair: it accepts a plain ``http://`` endpoint, signs for ``us-east-1``
+        unless ``AWS_REGION`` says otherwise, and addresses buckets path-style on a
+        custom endpoint unless ``AWS_VIRTUAL_HOSTING=TRUE``. Without the key pair it
+        refuses to send anything (``AWS_NO_SIGN_REQUEST=YES`` gets a 403 from moto's
+        private buckets). It rereads these variables each time a source is opened.
+        botocore (so s3fs) reads the same ``AWS_ENDPOINT_URL``; both ``_S3`` and
+        plain spellings are set because Karu ranks ``_S3`` higher and either could
+        otherwise be shadowed by a stale value. ``AWS_EC2_METADATA_DISABLED`` keeps
+        botocore from probing the link-local metadata service, and pointing the
+        config files at ``/dev/null`` keeps a developer's ``~/.aws`` out of the tests.
         """
         return {
             "AWS_ENDPOINT_URL": self.endpoint_url,
@@ -861,3 +875,28 @@ def iter_ranges(requests: Iterable[RecordedRequest]) -> Iterator[tuple[int, int]
         match = _RANGE_RE.fullmatch(request.range or "")
         if match and match.group(1) and match.group(2):
             yield int(match.group(1)), int(match.group(2))
+
+
+def write_sample(path: str | os.PathLike[str], seed: int = 0) -> bytes:
+    """Write a T=3, B=4, 300x700 uint16 Rumi file with partial edge tiles.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        Destination file.
+    seed : int, default 0
+        Seed of the random pixel values.
+
+    Returns
+    -------
+    bytes
+        The header returned by ``rumi.write``.
+    """
+    import numpy as np
+
+    from rumi_xarray.writer import write_array
+
+    arr = np.random.default_rng(seed).integers(0, 3000, (3, 4, 300, 700)).astype(np.uint16)
+    return write_array(path, arr, bands=["B1", "B2", "B3", "B4"],
+                       time=["2024-01-01", "2024-02-01", "2024-03-01"],
+                       transform=(10, 0, 500000, 0, -10, 4000000), crs=32633, tile_size=256)

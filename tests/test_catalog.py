@@ -1,0 +1,234 @@
+"""Cubes from many scenes: catalogs, open_mfdataset, remote storage, fsspec transport."""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import math
+import re
+
+import fsspec
+import numpy as np
+import pandas as pd
+import pytest
+import rioxarray  # noqa: F401  (the .rio accessor)
+import rumi
+import xarray as xr
+
+import rumi_xarray as rx
+from rumi_xarray import engine, transport
+from rumi_xarray.writer import write_array
+
+N = 52
+BANDS = ["B02, Blue", "B03, Green", "B04, Red"]
+TRANSFORM = (10.0, 0.0, 600000.0, 0.0, -10.0, 5000000.0)
+
+
+def date(i: int) -> dt.date:
+    return dt.date(2023, 1, 3) + dt.timedelta(days=7 * int(i))
+
+
+@pytest.fixture(scope="module")
+def scenes(tmp_path_factory):
+    """N single-date files written in shuffled order; data[i] is date i."""
+    folder = tmp_path_factory.mktemp("scenes")
+    rng = np.random.default_rng(11)
+    data = rng.integers(0, 10000, (N, 3, 150, 140)).astype(np.uint16)
+    paths = []
+    for i in rng.permutation(N):
+        path = folder / f"S2_{i:03d}.rumi"
+        write_array(path, data[i:i + 1], bands=BANDS, time=[date(i)], transform=TRANSFORM,
+                    crs=32633, tile_size=64)
+        paths.append(path)
+    return folder, sorted(paths), data
+
+
+def test_catalog_round_trips_through_parquet(scenes, tmp_path):
+    folder, paths, _ = scenes
+    table = rx.catalog(str(folder / "*.rumi"))
+    assert len(table) == N and list(table.columns) == list(rx.catalog_module.COLUMNS)
+    row = table.iloc[0]
+    assert row["header"] == rumi.info(source=row["path"]).header
+    assert list(row["bands"]) == BANDS and row["crs"] == 32633
+    table.to_parquet(tmp_path / "cat.parquet")
+    back = pd.read_parquet(tmp_path / "cat.parquet")
+    for column in ("path", "header", "crs", "height", "dtype", "frame_layout"):
+        assert list(back[column]) == list(table[column])
+    assert [list(v) for v in back["time_seconds"]] == [list(v) for v in table["time_seconds"]]
+    assert [list(v) for v in back["transform"]] == [list(v) for v in table["transform"]]
+
+
+def test_open_catalog_values_and_time_order(scenes, tmp_path):
+    folder, paths, data = scenes
+    rx.catalog(paths[::-1]).to_parquet(tmp_path / "cat.parquet")
+    cube = rx.open_catalog(tmp_path / "cat.parquet", chunks={})
+    assert cube.band_data.dims == ("time", "band", "y", "x")
+    np.testing.assert_array_equal(cube.time.values,
+                                  np.array([np.datetime64(date(i), "ns") for i in range(N)]))
+    assert list(cube.band.values) == BANDS
+    np.testing.assert_array_equal(cube.band_data.values, data)
+    assert cube.rio.crs.to_epsg() == 32633
+    lazy = rx.open_catalog(tmp_path / "cat.parquet")
+    np.testing.assert_array_equal(lazy.band_data.isel(time=[5, 1], x=slice(3, 90, 4)).values,
+                                  data[[5, 1]][..., 3:90:4])
+
+
+def test_pixel_time_series_over_52_files_is_few_native_calls(scenes):
+    folder, paths, data = scenes
+    cube = rx.open_catalog(rx.catalog(paths), chunks={})
+    x, y = cube.x.values[77], cube.y.values[101]
+    rx.stats(reset=True)
+    series = cube.band_data.sel(x=x, y=y, method="nearest").compute()
+    s = rx.stats(reset=True)
+    np.testing.assert_array_equal(series.values, data[:, :, 101, 77])
+    for i in (0, N // 2, N - 1):
+        one = rumi.read(str(paths[i]), rumi.info(source=str(paths[i])).header,
+                        pattern="t b y x", window=(101, 77, 1, 1))
+        np.testing.assert_array_equal(series.values[i], one[0, :, 0, 0])
+    chunk_bytes = 64 * 64 * 2
+    group = rx.graph.group_bytes() // chunk_bytes
+    assert s["calls"] <= math.ceil(N * 3 / group)
+    assert s["calls"] == 1 and s["items"] == N
+
+    small = rx.open_catalog(rx.catalog(paths), chunks={}, group_bytes=10 * 3 * chunk_bytes)
+    rx.stats(reset=True)
+    np.testing.assert_array_equal(small.band_data.isel(x=77, y=101).values, data[:, :, 101, 77])
+    assert rx.stats()["calls"] <= math.ceil(N / 10)
+
+
+def test_lazy_time_series_is_one_call(scenes):
+    _, paths, data = scenes
+    cube = rx.open_mfdataset(paths)
+    rx.stats(reset=True)
+    np.testing.assert_array_equal(cube.band_data.isel(x=5, y=6).values, data[:, :, 6, 5])
+    assert rx.stats()["calls"] == 1
+
+
+def test_open_catalog_makes_no_request(http_server, scenes, remote_dir):
+    folder, paths, data = scenes
+    names = []
+    for p in paths[:12]:
+        (remote_dir / p.name).write_bytes(p.read_bytes())
+        names.append(p.name)
+    table = rx.catalog([http_server.url(n) for n in names])
+    http_server.reset()
+    cube = rx.open_catalog(table, chunks={})
+    assert http_server.requests() == []
+    np.testing.assert_array_equal(cube.band_data.isel(y=3, x=4).values, data[:12, :, 3, 4])
+    assert 0 < len(http_server.requests()) <= 12
+
+
+def test_duplicates_policy(scenes, tmp_path):
+    _, paths, data = scenes
+    twin = tmp_path / "twin.rumi"
+    write_array(twin, data[4:5] + 1, bands=BANDS, time=[date(4)], transform=TRANSFORM,
+                crs=32633, tile_size=64)
+    table = rx.catalog([*paths[:8], twin])
+    kept = rx.open_catalog(table)
+    assert kept.sizes["time"] == 9
+    # same time: ordered by path, so the corpus file precedes twin.rumi deterministically
+    np.testing.assert_array_equal(kept.band_data.isel(time=4).values, data[4])
+    np.testing.assert_array_equal(kept.band_data.isel(time=5).values, data[4] + 1)
+    first = rx.open_catalog(table, duplicates="first")
+    last = rx.open_catalog(table, duplicates="last")
+    assert first.sizes["time"] == last.sizes["time"] == 8
+    np.testing.assert_array_equal(last.band_data.isel(time=4).values, data[4] + 1)
+    with pytest.raises(ValueError, match="share the time"):
+        rx.open_catalog(table, duplicates="error")
+
+
+@pytest.mark.parametrize("change", ["size", "crs", "bands", "dtype", "tile"])
+def test_mismatched_scene_names_the_row(scenes, tmp_path, change):
+    _, paths, data = scenes
+    odd = tmp_path / f"odd_{change}.rumi"
+    block = data[0:1]
+    kwargs = {"bands": BANDS, "time": [dt.date(2030, 1, 1)], "transform": TRANSFORM,
+              "crs": 32633, "tile_size": 64}
+    if change == "size":
+        block = block[..., :100]
+    elif change == "crs":
+        kwargs["crs"] = 32634
+    elif change == "bands":
+        kwargs["bands"] = ["a", "b", "c"]
+    elif change == "dtype":
+        block = block.astype(np.int32)
+    else:
+        kwargs["tile_size"] = 128
+    write_array(odd, block, **kwargs)
+    table = rx.catalog([*paths[:3], odd])
+    with pytest.raises(ValueError, match=rf"catalog row 3 \({re.escape(str(odd))}\)"):
+        rx.open_catalog(table)
+
+
+def test_missing_file_fails_at_compute_with_path_and_row(scenes, tmp_path):
+    _, paths, data = scenes
+    doomed = tmp_path / "doomed.rumi"
+    doomed.write_bytes(paths[0].read_bytes())
+    table = rx.catalog([*paths[1:6], doomed])
+    doomed.unlink()
+    cube = rx.open_catalog(table, chunks={})  # opening needs no file
+    with pytest.raises(OSError, match=r"doomed\.rumi \(catalog row 5\)"):
+        cube.band_data.mean().compute()
+
+
+def test_xarray_open_mfdataset_nested(scenes):
+    _, paths, data = scenes
+    ds = xr.open_mfdataset(paths[:10], engine="rumi", combine="nested", concat_dim="time")
+    order = np.argsort(ds.time.values)
+    np.testing.assert_array_equal(ds.band_data.values[order], data[:10])
+    assert ds.band_data.data.chunks[2][0] == 64
+
+
+def test_s3_glob_catalog_and_reads(s3_server, scenes):
+    _, paths, data = scenes
+    for p in paths[:6]:
+        s3_server.upload("cube", p)
+    cube = rx.open_mfdataset("s3://cube/S2_*.rumi", chunks={})
+    assert cube.sizes["time"] == 6
+    np.testing.assert_array_equal(cube.band_data.values, data[:6])
+    assert all(s.startswith("s3://cube/") for s in cube.rumi.sources)
+
+
+def test_memory_filesystem_fetches_only_planned_ranges(scenes):
+    _, paths, data = scenes
+    fs = fsspec.filesystem("memory")
+    blob = paths[7].read_bytes()
+    fs.pipe("/rumi-tests/scene7.rumi", blob)
+    url = "memory://rumi-tests/scene7.rumi"
+    ds = xr.open_dataset(url, engine="rumi")
+    transport.STATS.fetched = 0
+    chip = ds.band_data.isel(band=1, y=slice(70, 80), x=slice(130, 140)).values
+    np.testing.assert_array_equal(chip, data[7, 1, 70:80, 130:140])
+    header = ds.rumi.header
+    planned = engine.plan_ranges(engine.Scene(url, header), None, [1], 70, 130, 10, 10)
+    assert transport.STATS.fetched == sum(n for _, n in planned) < len(blob) / 10
+    grouped = rx.open_dataset(url, chunks={})
+    np.testing.assert_array_equal(grouped.band_data.values, data[7])
+
+
+def test_file_object_source(scenes):
+    _, paths, data = scenes
+    blob = paths[9].read_bytes()
+
+    class Counting(io.BytesIO):
+        served = 0
+
+        def read(self, n=-1):
+            out = super().read(n)
+            Counting.served += len(out)
+            return out
+
+    handle = Counting(blob)
+    ds = xr.open_dataset(handle, engine="rumi")
+    Counting.served = 0
+    np.testing.assert_array_equal(ds.band_data.isel(band=0, y=0, x=0).values,
+                                  data[9, 0, 0, 0])
+    assert 0 < Counting.served < len(blob) / 10
+
+
+def test_simplecache_chain(scenes, tmp_path):
+    _, paths, data = scenes
+    url = f"simplecache::file://{paths[2]}"
+    ds = xr.open_dataset(url, engine="rumi",
+                         storage_options={"simplecache": {"cache_storage": str(tmp_path)}})
+    np.testing.assert_array_equal(ds.band_data.values, data[2])

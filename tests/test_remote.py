@@ -1,0 +1,108 @@
+"""Remote reads through librumi's transport: loopback HTTP and S3 servers."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import numpy as np
+import pytest
+import rumi
+import xarray as xr
+from hypothesis import HealthCheck, given, settings
+
+import rumi_xarray as rx
+from rumi_xarray.writer import write_array
+from tests.test_indexing_property import numpy_outer, selections
+
+EXAMPLES = int(os.environ.get("RUMI_PROPERTY_EXAMPLES", "60"))
+
+
+@pytest.fixture(scope="module")
+def published(remote_dir, corpus):
+    """Corpus files and an 8 x 8-frame file copied into the served directory."""
+    names = {}
+    for name in ("plane_tb_u16", "cell_hwbt_u16", "tile512_edge"):
+        path, header, data, case = corpus[name]
+        shutil.copy(path, remote_dir / path.name)
+        names[name] = (path.name, header, data, case)
+    data = np.random.default_rng(9).integers(0, 5000, (2, 1, 512, 512)).astype(np.uint16)
+    header = write_array(remote_dir / "grid8.rumi", data, bands=["B1"],
+                         time=["2024-05-01", "2024-05-11"], tile_size=64)
+    names["grid8"] = ("grid8.rumi", header, data, None)
+    return names
+
+
+@pytest.mark.parametrize("name", ["plane_tb_u16", "cell_hwbt_u16", "tile512_edge"])
+def test_http_values_equal_local(http_server, published, name):
+    file, header, data, case = published[name]
+    url = http_server.url(file)
+    ds = xr.open_dataset(url, engine="rumi")
+    got = ds.band_data.values if case.t > 1 else ds.band_data.values[np.newaxis]
+    np.testing.assert_array_equal(got, rumi.read(url, header, pattern="t b y x"))
+    np.testing.assert_array_equal(got, data)
+    assert ds.band_data.encoding["source"] == url
+    grouped = rx.open_dataset(url, chunks={}).band_data
+    np.testing.assert_array_equal(grouped.values, got if case.t > 1 else got[0])
+
+
+def test_http_outer_selections_equal_numpy(http_server, published):
+    file, _, data, _ = published["plane_tb_u16"]
+    var = xr.open_dataset(http_server.url(file), engine="rumi").band_data
+
+    @settings(max_examples=max(15, EXAMPLES // 3), deadline=None,
+              suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(selections(data.shape))
+    def check(keys):
+        got = var.isel(dict(zip(var.dims, keys, strict=True))).values
+        np.testing.assert_array_equal(got, numpy_outer(data, keys))
+
+    check()
+
+
+def test_open_reads_only_metadata(http_server, published):
+    file = published["grid8"][0]
+    rx.open_dataset(http_server.url(file), chunks={})
+    log = http_server.requests(file)
+    assert len(log) == 2 and all(r.status == 206 for r in log)
+
+
+def test_region_of_16_frames_costs_about_one_read(http_server, published):
+    file, header, data, _ = published["grid8"]
+    url = http_server.url(file)
+    http_server.reset()
+    union = rumi.read(url, header, pattern="t b y x", time=[1], window=(128, 64, 256, 256))
+    baseline = len(http_server.requests(file))
+
+    var = rx.open_dataset(url, chunks={}, header=header).band_data
+    http_server.reset()
+    rx.stats(reset=True)
+    region = var.isel(time=1, band=0, y=slice(128, 384), x=slice(64, 320)).values
+    grouped = len(http_server.requests(file))
+    np.testing.assert_array_equal(region, union[0, 0])
+    np.testing.assert_array_equal(region, data[1, 0, 128:384, 64:320])
+    assert rx.stats()["calls"] == 1 and rx.stats()["frames"] == 16
+    assert grouped <= baseline + 1, (grouped, baseline)
+
+    # The per-chunk (ungrouped) xarray path for comparison: one request per frame.
+    per_chunk = xr.open_dataset(url, engine="rumi", chunks={}).band_data
+    http_server.reset()
+    per_chunk.isel(time=1, band=0, y=slice(128, 384), x=slice(64, 320)).load()
+    assert len(http_server.requests(file)) >= 16 > grouped
+
+
+def test_s3_values_equal_local(s3_server, remote_dir):
+    url = "s3://rumi-test/a.rumi"
+    local = remote_dir / "a.rumi"
+    expected = rumi.read(str(local), rumi.info(source=str(local)).header, pattern="t b y x")
+    ds = rx.open_dataset(url, chunks={})
+    np.testing.assert_array_equal(ds.band_data.values, expected)
+    assert any(r.path.endswith("/a.rumi") for r in s3_server.requests())
+
+
+def test_http_errors_name_the_url(http_server, published, karu_fail_fast):
+    file, header, _, _ = published["grid8"]
+    var = rx.open_dataset(http_server.url(file), chunks={}, header=header).band_data
+    http_server.fail(f"/{file}", 500)
+    with pytest.raises(OSError, match=file):
+        var.isel(time=0).load()

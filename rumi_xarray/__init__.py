@@ -7,6 +7,7 @@ from rumi_xarray import (
 from rumi_xarray import catalog as catalog_module
 from rumi_xarray.api import chunk, open_dataset
 from rumi_xarray.backend import RumiBackendEntrypoint
+from rumi_xarray.cache import cache_info, set_cache_size
 from rumi_xarray.catalog import catalog, open_catalog, open_mfdataset
 from rumi_xarray.engine import enable_verification, stats
 
@@ -15,6 +16,7 @@ enable_verification(required=False)
 
 __all__ = [
     "RumiBackendEntrypoint",
+    "cache_info",
     "catalog",
     "catalog_module",
     "chunk",
@@ -23,6 +25,7 @@ __all__ = [
     "open_catalog",
     "open_dataset",
     "open_mfdataset",
+    "set_cache_size",
     "stats",
 ]
 __version__ = "0.1.0"

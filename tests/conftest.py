@@ -11,6 +11,15 @@ from tests.servers import S3_ENV_TO_UNSET, RangeHTTPServer, S3Server, write_samp
 BUCKET = "rumi-test"
 
 
+@pytest.fixture(autouse=True)
+def empty_tile_cache() -> Iterator[None]:
+    """Each test counts its own reads: nothing decoded by an earlier test is reused."""
+    from rumi_xarray import cache
+
+    cache.CACHE.clear()
+    yield
+
+
 @pytest.fixture(scope="session")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, bytes, object, Case]]:
     """Every corpus case written once per session: name -> (path, header, array, case)."""
@@ -53,7 +62,7 @@ def http_server(http_server_session: RangeHTTPServer) -> RangeHTTPServer:
 @pytest.fixture(scope="session")
 def s3_server_session(remote_dir: Path) -> Iterator[S3Server]:
     with S3Server() as server:
-        server.upload(BUCKET, *sorted(remote_dir.glob("*.rumi")))
+        server.upload(BUCKET, remote_dir / "a.rumi", remote_dir / "b.rumi")
         yield server
 
 

@@ -1,0 +1,105 @@
+"""The decoded-tile cache: reuse for nearby lazy reads, never a wrong or stale tile."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import numpy as np
+import pytest
+import xarray as xr
+
+import rumi_xarray as rx
+from rumi_xarray import cache
+from rumi_xarray.writer import write_array
+
+
+@pytest.fixture
+def scene(tmp_path):
+    data = np.random.default_rng(5).integers(0, 60000, (4, 3, 200, 260)).astype(np.uint16)
+    path = tmp_path / "scene.rumi"
+    write_array(path, data, bands=["a", "b", "c"],
+                time=["2024-01-01", "2024-01-02", "2024-01-03", "2024-01-04"], tile_size=64)
+    return path, data
+
+
+def test_nearby_pixels_decode_each_frame_once(scene):
+    path, data = scene
+    var = xr.open_dataset(path, engine="rumi").band_data
+    rx.stats(reset=True)
+    for y, x in [(3, 4), (10, 60), (63, 0), (5, 5)]:  # all inside tile (0, 0)
+        np.testing.assert_array_equal(var.isel(y=y, x=x).values, data[:, :, y, x])
+    s = rx.stats(reset=True)
+    assert s["calls"] == 1 and s["frames"] == 4 * 3
+    np.testing.assert_array_equal(var.isel(y=slice(30, 100), x=slice(50, 70)).values,
+                                  data[:, :, 30:100, 50:70])
+    assert rx.stats()["calls"] == 1  # only the three new tiles (one window size) were read
+    assert cache.cache_info()["hits"] > 0
+
+
+def test_rewritten_file_is_never_served_from_cache(scene):
+    path, data = scene
+    var = xr.open_dataset(path, engine="rumi").band_data
+    np.testing.assert_array_equal(var.isel(y=1, x=1).values, data[:, :, 1, 1])
+    # Same path, same size and header layout, new content: an in-place rewrite.
+    replacement = (data[::-1] + 1).astype(np.uint16)
+    tmp = path.with_suffix(".tmp")
+    write_array(tmp, replacement, bands=["a", "b", "c"],
+                time=["2024-01-01", "2024-01-02", "2024-01-03", "2024-01-04"], tile_size=64)
+    os.replace(tmp, path)
+    fresh = xr.open_dataset(path, engine="rumi").band_data
+    np.testing.assert_array_equal(fresh.isel(y=1, x=1).values, replacement[:, :, 1, 1])
+
+
+def test_copies_at_other_paths_do_not_alias(scene, tmp_path):
+    path, data = scene
+    other = tmp_path / "other.rumi"
+    write_array(other, data + 7, bands=["a", "b", "c"],
+                time=["2024-01-01", "2024-01-02", "2024-01-03", "2024-01-04"], tile_size=64)
+    a = xr.open_dataset(path, engine="rumi").band_data
+    b = xr.open_dataset(other, engine="rumi").band_data
+    np.testing.assert_array_equal(a.isel(y=9, x=9).values, data[:, :, 9, 9])
+    np.testing.assert_array_equal(b.isel(y=9, x=9).values, data[:, :, 9, 9] + 7)
+    mem = xr.open_dataset(other.read_bytes(), engine="rumi").band_data
+    np.testing.assert_array_equal(mem.isel(y=9, x=9).values, data[:, :, 9, 9] + 7)
+
+
+def test_capacity_is_bounded_and_zero_disables(scene):
+    path, data = scene
+    var = xr.open_dataset(path, engine="rumi").band_data
+    plane = 64 * 64 * 2
+    try:
+        cache.set_cache_size(40 * plane)
+        for y in range(0, 200, 50):
+            for x in range(0, 260, 50):
+                np.testing.assert_array_equal(var.isel(y=y, x=x, time=0).values,
+                                              data[0, :, y, x])
+                assert cache.cache_info()["bytes"] <= 40 * plane
+        cache.set_cache_size(0)
+        rx.stats(reset=True)
+        var.isel(y=1, x=1).load()
+        var.isel(y=1, x=1).load()
+        assert rx.stats()["calls"] == 2 and cache.cache_info()["bytes"] == 0
+    finally:
+        cache.set_cache_size(cache.default_bytes())
+
+
+def test_concurrent_readers_through_cache(scene):
+    path, data = scene
+    var = xr.open_dataset(path, engine="rumi").band_data
+    errors = []
+
+    def worker(seed: int) -> None:
+        rng = np.random.default_rng(seed)
+        for _ in range(40):
+            y, x = int(rng.integers(0, 200)), int(rng.integers(0, 260))
+            got = var.isel(y=slice(y, y + 3), x=slice(x, x + 3)).values
+            if not np.array_equal(got, data[:, :, y:y + 3, x:x + 3]):
+                errors.append((y, x))
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []

@@ -9,6 +9,7 @@ instants or intervals with bounds.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
@@ -172,12 +173,14 @@ class AffineTransform(CoordinateTransform):
                 and self.dim_size == other.dim_size)
 
 
+@functools.lru_cache(maxsize=64)
 def _crs(epsg: int) -> Any:
     from pyproj import CRS
 
     return CRS.from_epsg(epsg)
 
 
+@functools.lru_cache(maxsize=64)
 def _axis_attrs(epsg: int) -> tuple[dict[str, str], dict[str, str]]:
     crs = _crs(epsg)
     if crs.is_geographic:
@@ -191,6 +194,18 @@ def _axis_attrs(epsg: int) -> tuple[dict[str, str], dict[str, str]]:
              "long_name": "x coordinate of projection", "units": units, "axis": "X"},
             {"standard_name": "projection_y_coordinate",
              "long_name": "y coordinate of projection", "units": units, "axis": "Y"})
+
+
+@functools.lru_cache(maxsize=64)
+def _cf_attrs(epsg: int) -> dict[str, Any]:
+    crs = _crs(epsg)
+    attrs: dict[str, Any] = {}
+    try:
+        attrs.update(crs.to_cf())
+    except Exception:  # some CRSs have no CF grid mapping; WKT still describes them
+        attrs["crs_wkt"] = crs.to_wkt()
+    attrs["spatial_ref"] = attrs.get("crs_wkt", crs.to_wkt())
+    return attrs
 
 
 def spatial_ref(epsg: int, corner: Sequence[float]) -> xr.Variable:
@@ -208,13 +223,7 @@ def spatial_ref(epsg: int, corner: Sequence[float]) -> xr.Variable:
         Scalar, with ``crs_wkt``, ``spatial_ref``, ``GeoTransform`` and the CF
         grid-mapping parameters pyproj derives.
     """
-    crs = _crs(epsg)
-    attrs: dict[str, Any] = {}
-    try:
-        attrs.update(crs.to_cf())
-    except Exception:  # some CRSs have no CF grid mapping; WKT still describes them
-        attrs["crs_wkt"] = crs.to_wkt()
-    attrs["spatial_ref"] = attrs.get("crs_wkt", crs.to_wkt())
+    attrs = dict(_cf_attrs(epsg))
     attrs["GeoTransform"] = gdal_geotransform(corner)
     attrs["epsg"] = int(epsg)
     return xr.Variable((), np.int64(0), attrs)
@@ -222,7 +231,7 @@ def spatial_ref(epsg: int, corner: Sequence[float]) -> xr.Variable:
 
 def spatial_coords(transform: Sequence[float] | None, epsg: int | None,
                    pixel_is_point: bool | None, height: int, width: int
-                   ) -> xr.Coordinates:
+                   ) -> tuple[dict[Hashable, xr.Variable], xr.Coordinates | None]:
     """Build ``x``/``y`` (or ``xc``/``yc``) and ``spatial_ref`` coordinates.
 
     Parameters
@@ -235,11 +244,14 @@ def spatial_coords(transform: Sequence[float] | None, epsg: int | None,
 
     Returns
     -------
-    xarray.Coordinates
-        Empty when the file has no georeferencing: no fake coordinates.
+    variables : dict of xarray.Variable
+        ``x``, ``y`` and ``spatial_ref``; empty when the file has no
+        georeferencing (no fake coordinates).
+    indexed : xarray.Coordinates or None
+        Lazy 2-D ``xc``/``yc`` with their transform index, for rotated grids.
     """
     if transform is None or epsg is None:
-        return xr.Coordinates({})
+        return {}, None
     corner = corner_transform(transform, bool(pixel_is_point))
     x_attrs, y_attrs = _axis_attrs(epsg)
     ref = spatial_ref(epsg, corner)
@@ -248,14 +260,12 @@ def spatial_coords(transform: Sequence[float] | None, epsg: int | None,
             CoordinateTransformIndex(AffineTransform(corner, height, width)))
         coords["xc"].attrs.update(x_attrs)
         coords["yc"].attrs.update(y_attrs)
-        coords = coords.assign(spatial_ref=ref)
-        return coords
+        return {GRID_MAPPING: ref}, coords
     a, _, c, _, e, f = corner
     x = c + a * (np.arange(width, dtype=np.float64) + 0.5)
     y = f + e * (np.arange(height, dtype=np.float64) + 0.5)
-    return xr.Coordinates({"x": xr.Variable("x", x, x_attrs),
-                           "y": xr.Variable("y", y, y_attrs),
-                           GRID_MAPPING: ref})
+    return {"x": xr.Variable("x", x, x_attrs), "y": xr.Variable("y", y, y_attrs),
+            GRID_MAPPING: ref}, None
 
 
 def band_coord(bands: Sequence[str]) -> xr.Variable:

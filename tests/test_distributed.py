@@ -48,3 +48,45 @@ def test_xarray_engine_path_on_cluster(client, corpus):
     path, _, data, _ = corpus["cell_tbhw_f64"]
     ds = xr.open_dataset(path, engine="rumi", chunks={})
     np.testing.assert_array_equal(ds.band_data.compute().values, data)
+
+
+def _slow_identity(block):
+    import time
+
+    time.sleep(0.05)
+    return block
+
+
+def test_worker_killed_mid_compute_still_gives_right_answer(client, corpus):
+    import os
+    import signal
+    import time
+
+    path, _, data, _ = corpus["plane_tb_u16"]
+    var = rx.open_dataset(path, chunks={}).band_data
+    slow = var.copy(data=var.data.map_blocks(_slow_identity, dtype=var.dtype))
+    future = client.compute(slow.sum(["y", "x"]))
+    time.sleep(0.6)
+    pids = client.run(os.getpid)
+    victim = sorted(pids.values())[0]
+    os.kill(victim, signal.SIGKILL)
+    result = future.result(timeout=120)
+    np.testing.assert_array_equal(result.values, data.sum(axis=(2, 3), dtype=np.uint64))
+    assert victim not in client.run(os.getpid).values()  # the nanny restarted it
+
+
+def test_missing_catalog_file_fails_clearly_on_cluster(client, corpus, tmp_path):
+    import shutil
+
+    sources = []
+    for i, name in enumerate(["plane_b1_f32"] * 3):
+        dst = tmp_path / f"scene{i}.rumi"
+        shutil.copy(corpus[name][0], dst)
+        sources.append(dst)
+    table = rx.catalog(sources, max_workers=1)
+    table["time_seconds"] = [[int(s[0]) + 86400 * 400 * i, *list(s[1:])]
+                             for i, s in enumerate(table["time_seconds"])]
+    sources[1].unlink()
+    cube = rx.open_catalog(table, chunks={})
+    with pytest.raises(OSError, match=r"scene1\.rumi \(catalog row 1\)"):
+        client.compute(cube.band_data.mean()).result(timeout=60)

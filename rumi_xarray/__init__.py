@@ -10,6 +10,7 @@ from rumi_xarray.backend import RumiBackendEntrypoint
 from rumi_xarray.cache import cache_info, set_cache_size
 from rumi_xarray.catalog import catalog, open_catalog, open_mfdataset
 from rumi_xarray.engine import enable_verification, stats
+from rumi_xarray.writer import to_rumi
 
 # Before anything decodes a frame: librumi pins the setting at first use.
 enable_verification(required=False)
@@ -27,5 +28,6 @@ __all__ = [
     "open_mfdataset",
     "set_cache_size",
     "stats",
+    "to_rumi",
 ]
 __version__ = "0.1.0"

@@ -308,7 +308,75 @@ class _OwnedHTTPServer(ThreadingHTTPServer):
     owner: RangeHTTPServer
 
 
-class RangeHTTPServer:
+class _LoopbackServer:
+    """Context-manager and address plumbing shared by the loopback servers."""
+
+    _server: Any
+    _thread: threading.Thread | None
+    log: _RequestLog
+
+    def _serve(self) -> Any:
+        """Serve from a daemon thread named after the class and port; return self."""
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name=f"{type(self).__name__}:{self.port}",
+            daemon=True,
+        )
+        self._thread.start()
+        return self
+
+    def start(self) -> Any:
+        raise TypeError(f"{type(self).__name__} does not define start()")
+
+    def stop(self) -> None:
+        raise TypeError(f"{type(self).__name__} does not define stop()")
+
+    def __enter__(self) -> Any:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        """Port the server listens on (only valid once started)."""
+        if self._server is None:
+            raise RuntimeError("server not started")
+        return int(self._server.server_address[1])
+
+    def requests(self, path: str | None = None, method: str | None = None) -> list[RecordedRequest]:
+        """Return a snapshot of recorded requests, oldest first.
+
+        Parameters
+        ----------
+        path : str, optional
+            Keep only requests for this path (leading slash optional).
+        method : str, optional
+            Keep only requests with this method.
+
+        Returns
+        -------
+        list of RecordedRequest
+        """
+        return self.log.select(path, method)
+
+    def reset(self) -> None:
+        """Forget every recorded request (and connection count; S3 buckets are kept)."""
+        self.log.reset()
+
+    @property
+    def bytes_served(self) -> int:
+        """Total body bytes sent since start or the last :meth:`reset`."""
+        return self.log.bytes_served()
+
+
+class RangeHTTPServer(_LoopbackServer):
     """Serve a directory over HTTP/1.1 with byte ranges on 127.0.0.1.
 
     Supports ``GET`` and ``HEAD``; ``Range: bytes=a-b``, ``bytes=a-`` and
@@ -373,14 +441,7 @@ class RangeHTTPServer:
         server = _OwnedHTTPServer((LOOPBACK, 0), _RangeHandler)
         server.owner = self
         self._server = server
-        self._thread = threading.Thread(
-            target=server.serve_forever,
-            kwargs={"poll_interval": 0.05},
-            name=f"RangeHTTPServer:{server.server_address[1]}",
-            daemon=True,
-        )
-        self._thread.start()
-        return self
+        return self._serve()
 
     def stop(self) -> None:
         """Stop serving, close the listening socket and join the thread."""
@@ -411,25 +472,7 @@ class RangeHTTPServer:
         with self._open_lock:
             self._open.discard(sock)
 
-    def __enter__(self) -> RangeHTTPServer:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
     # -- addresses -------------------------------------------------------------------
-
-    @property
-    def port(self) -> int:
-        """Port the server listens on (only valid once started)."""
-        if self._server is None:
-            raise RuntimeError("server not started")
-        return int(self._server.server_address[1])
 
     @property
     def base_url(self) -> str:
@@ -497,31 +540,6 @@ class RangeHTTPServer:
         return candidate
 
     # -- request log -------------------------------------------------------------------
-
-    def requests(self, path: str | None = None, method: str | None = None) -> list[RecordedRequest]:
-        """Return a snapshot of recorded requests, oldest first.
-
-        Parameters
-        ----------
-        path : str, optional
-            Keep only requests for this path (leading slash optional).
-        method : str, optional
-            Keep only requests with this method.
-
-        Returns
-        -------
-        list of RecordedRequest
-        """
-        return self.log.select(path, method)
-
-    def reset(self) -> None:
-        """Forget every recorded request and the connection count."""
-        self.log.reset()
-
-    @property
-    def bytes_served(self) -> int:
-        """Total body bytes sent since start or the last :meth:`reset`."""
-        return self.log.bytes_served()
 
     @property
     def connections(self) -> int:
@@ -593,7 +611,7 @@ class _RecordingApp:
         return chunks
 
 
-class S3Server:
+class S3Server(_LoopbackServer):
     """Moto's S3 in server mode on 127.0.0.1, with a request log.
 
     The WSGI app and request handler are the ones ``moto.server.ThreadedMotoServer``
@@ -664,14 +682,7 @@ class S3Server:
 
         app = _RecordingApp(DomainDispatcherApplication(create_backend_app), self.log)
         self._server = make_server(LOOPBACK, 0, app, threaded=True, request_handler=QuietHandler)
-        self._thread = threading.Thread(
-            target=self._server.serve_forever,
-            kwargs={"poll_interval": 0.05},
-            name=f"S3Server:{self.port}",
-            daemon=True,
-        )
-        self._thread.start()
-        return self
+        return self._serve()
 
     def stop(self) -> None:
         """Stop serving, close the socket and join the thread."""
@@ -685,25 +696,7 @@ class S3Server:
         self._thread = None
         self._client = None
 
-    def __enter__(self) -> S3Server:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
     # -- configuration for clients ---------------------------------------------------
-
-    @property
-    def port(self) -> int:
-        """Port the server listens on (only valid once started)."""
-        if self._server is None:
-            raise RuntimeError("server not started")
-        return int(self._server.server_address[1])
 
     @property
     def endpoint_url(self) -> str:
@@ -835,31 +828,6 @@ class S3Server:
         self._client = None
 
     # -- request log -------------------------------------------------------------------
-
-    def requests(self, path: str | None = None, method: str | None = None) -> list[RecordedRequest]:
-        """Return a snapshot of recorded requests (path-style: ``/bucket/key``).
-
-        Parameters
-        ----------
-        path : str, optional
-            Keep only requests for this path, e.g. ``"bkt/a.rumi"``.
-        method : str, optional
-            Keep only requests with this method.
-
-        Returns
-        -------
-        list of RecordedRequest
-        """
-        return self.log.select(path, method)
-
-    def reset(self) -> None:
-        """Forget every recorded request (moto's buckets are kept)."""
-        self.log.reset()
-
-    @property
-    def bytes_served(self) -> int:
-        """Total response body bytes sent since start or the last :meth:`reset`."""
-        return self.log.bytes_served()
 
 
 def copy_into(directory: str | os.PathLike[str], *files: str | os.PathLike[str]) -> list[Path]:

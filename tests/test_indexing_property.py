@@ -50,14 +50,10 @@ def selections(draw, shape):
     return [draw(indexer(n)) for n in shape]
 
 
-@pytest.mark.parametrize("name", CASES)
-def test_outer_selection_equals_numpy(corpus, name):
-    path, _, data, case = corpus[name]
-    ds = xr.open_dataset(path, engine="rumi")
-    var = ds.band_data
-    full = data if case.t > 1 else data[0]
+def assert_outer_selections(var: xr.DataArray, full: np.ndarray, examples: int) -> None:
+    """Check random OUTER selections of ``var`` against numpy on ``full``."""
 
-    @settings(max_examples=EXAMPLES, deadline=None,
+    @settings(max_examples=examples, deadline=None, database=None,
               suppress_health_check=[HealthCheck.function_scoped_fixture])
     @given(selections(full.shape))
     def check(keys):
@@ -69,16 +65,15 @@ def test_outer_selection_equals_numpy(corpus, name):
     check()
 
 
+@pytest.mark.parametrize("name", CASES)
+def test_outer_selection_equals_numpy(corpus, name):
+    path, _, data, case = corpus[name]
+    var = xr.open_dataset(path, engine="rumi").band_data
+    assert_outer_selections(var, data if case.t > 1 else data[0], EXAMPLES)
+
+
 @pytest.mark.parametrize("name", ["plane_tb_u16", "cell_tbhw_f64"])
 def test_outer_selection_on_grouped_dask(corpus, name):
-    path, _, data, case = corpus[name]
+    path, _, data, _ = corpus[name]
     var = rx.open_dataset(path, chunks={}).band_data
-
-    @settings(max_examples=max(10, EXAMPLES // 3), deadline=None,
-              suppress_health_check=[HealthCheck.function_scoped_fixture])
-    @given(selections(data.shape))
-    def check(keys):
-        got = var.isel(dict(zip(var.dims, keys, strict=True))).values
-        np.testing.assert_array_equal(got, numpy_outer(data, keys))
-
-    check()
+    assert_outer_selections(var, data, max(10, EXAMPLES // 3))

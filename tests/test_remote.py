@@ -9,11 +9,10 @@ import numpy as np
 import pytest
 import rumi
 import xarray as xr
-from hypothesis import HealthCheck, given, settings
 
 import rumi_xarray as rx
 from rumi_xarray.writer import write_array
-from tests.test_indexing_property import numpy_outer, selections
+from tests.test_indexing_property import assert_outer_selections
 
 EXAMPLES = int(os.environ.get("RUMI_PROPERTY_EXAMPLES", "60"))
 
@@ -49,15 +48,7 @@ def test_http_values_equal_local(http_server, published, name):
 def test_http_outer_selections_equal_numpy(http_server, published):
     file, _, data, _ = published["plane_tb_u16"]
     var = xr.open_dataset(http_server.url(file), engine="rumi").band_data
-
-    @settings(max_examples=max(15, EXAMPLES // 3), deadline=None,
-              suppress_health_check=[HealthCheck.function_scoped_fixture])
-    @given(selections(data.shape))
-    def check(keys):
-        got = var.isel(dict(zip(var.dims, keys, strict=True))).values
-        np.testing.assert_array_equal(got, numpy_outer(data, keys))
-
-    check()
+    assert_outer_selections(var, data, max(15, EXAMPLES // 3))
 
 
 def test_open_reads_only_metadata(http_server, published):

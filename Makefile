@@ -28,7 +28,7 @@ fuzz: $(STAMP)
 	RUMI_FUZZ_EXAMPLES=2000 $(PY) -m pytest -q tests/test_hostile_input.py
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check rumi_xarray tests benchmarks
+	$(VENV)/bin/ruff check rumi_xarray tests benchmarks notebooks
 
 clean:
 	rm -rf $(VENV) build demo-data bench-data

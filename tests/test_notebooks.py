@@ -1,0 +1,184 @@
+"""Execute every notebook under notebooks/ headless, each in a clean kernel of this venv.
+
+Every figure a notebook shows is saved as a PNG under ``build/notebooks/<notebook>/``
+(named after the cell id, so a reviewer can look at them) together with the executed
+notebook. Notebooks write their files into the folder named by ``RUMI_NOTEBOOK_DIR``; the
+pixel series the time-series notebook reads from its cube is checked again here against
+``rumi.read`` of the same pixels.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import os
+import shutil
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pytest
+import rumi
+from jupyter_client.kernelspec import KernelSpecManager
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
+from PIL import Image
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOK_DIR = ROOT / "notebooks"
+FIGURE_DIR = ROOT / "build" / "notebooks"
+NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
+KERNEL = "python3"
+#: Seconds one cell may run (the longest, data generation, takes ~15 s on two busy cores).
+CELL_TIMEOUT = 300
+#: Seconds a whole notebook may take before the test fails (the suite's budget).
+NOTEBOOK_BUDGET = 240
+#: Figures each notebook must show, by cell id.
+EXPECTED_FIGURES = {
+    "quickstart": {"chip", "dask"},
+    "time_series_exploration": {"rgb-map", "ndvi-map", "locations", "pixel-series",
+                                "climatology-maps", "climatology-curves", "cluster-means"},
+}
+
+
+def _kernel_env(workdir: Path) -> dict[str, str]:
+    """Return the kernel's environment: this one, headless, with the working folder."""
+    return {**os.environ, "MPLBACKEND": "Agg", "RUMI_NOTEBOOK_DIR": str(workdir)}
+
+
+def _execute(nb: nbformat.NotebookNode, workdir: Path) -> nbformat.NotebookNode:
+    """Execute ``nb`` in place in a fresh kernel started in ``workdir``."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    client = NotebookClient(nb, kernel_name=KERNEL, timeout=CELL_TIMEOUT,
+                            resources={"metadata": {"path": str(workdir)}})
+    client.execute(env=_kernel_env(workdir))
+    return nb
+
+
+def _figures(nb: nbformat.NotebookNode) -> dict[str, bytes]:
+    """Return every image/png output of an executed notebook, named by cell id."""
+    out: dict[str, bytes] = {}
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        images = [o["data"]["image/png"] for o in cell.get("outputs", [])
+                  if "image/png" in o.get("data", {})]
+        name = cell.get("id") or f"cell{index:02d}"
+        for k, image in enumerate(images):
+            out[name if len(images) == 1 else f"{name}-{k + 1}"] = base64.b64decode(image)
+    return out
+
+
+class Run:
+    """One executed notebook: its working folder, figures and wall time."""
+
+    def __init__(self, path: Path, workdir: Path) -> None:
+        self.name = path.stem
+        self.workdir = workdir
+        nb = nbformat.read(path, as_version=4)
+        start = time.perf_counter()
+        _execute(nb, workdir)
+        self.seconds = time.perf_counter() - start
+        self.figures = _figures(nb)
+        self.figure_dir = FIGURE_DIR / self.name
+        shutil.rmtree(self.figure_dir, ignore_errors=True)
+        self.figure_dir.mkdir(parents=True)
+        for name, png in self.figures.items():
+            (self.figure_dir / f"{name}.png").write_bytes(png)
+        nbformat.write(nb, self.figure_dir / f"{self.name}.executed.ipynb")
+
+
+@pytest.fixture(scope="module")
+def executed(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Run]:
+    """Execute a notebook (by stem) once per module, however many tests look at it."""
+    runs: dict[str, Run | Exception] = {}
+
+    def run(name: str) -> Run:
+        if name not in runs:
+            try:
+                runs[name] = Run(NOTEBOOK_DIR / f"{name}.ipynb", tmp_path_factory.mktemp(name))
+            except Exception as exc:  # a failed run fails every test using it, once
+                runs[name] = exc
+        found = runs[name]
+        if isinstance(found, Exception):
+            raise found
+        return found
+
+    return run
+
+
+def test_notebooks_are_present_and_stripped():
+    assert {p.stem for p in NOTEBOOKS} >= set(EXPECTED_FIGURES)
+    for path in NOTEBOOKS:
+        nb = nbformat.read(path, as_version=4)
+        nbformat.validate(nb)
+        assert nb.metadata["kernelspec"]["name"] == KERNEL, path.name
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                assert cell.outputs == [] and cell.execution_count is None, (
+                    f"{path.name} cell {cell.id} has outputs: strip them before committing")
+
+
+def test_kernel_is_this_venv(tmp_path):
+    spec = KernelSpecManager().get_kernel_spec(KERNEL)
+    # jupyter_client runs a bare "python"/"python3" argv[0] as sys.executable.
+    bare = {"python", f"python{sys.version_info[0]}", "python{}.{}".format(*sys.version_info)}
+    executable = sys.executable if spec.argv[0] in bare else spec.argv[0]
+    assert Path(executable).parent == Path(sys.prefix) / "bin", spec.argv
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("import os, sys\nprint(sys.prefix)\n"
+                                          "print(os.environ['MPLBACKEND'])")]
+    _execute(nb, tmp_path)
+    assert nb.cells[0].outputs[0]["text"].split() == [sys.prefix, "Agg"]
+
+
+@pytest.mark.parametrize("name", [p.stem for p in NOTEBOOKS])
+def test_notebook_runs_cleanly_within_budget(executed, name):
+    run = executed(name)
+    assert run.seconds < NOTEBOOK_BUDGET, f"{name} took {run.seconds:.0f} s"
+    # Notebooks that made their own folder remove it; ours was given, so their files stay.
+    assert any(run.workdir.iterdir()), f"{name} wrote nothing to RUMI_NOTEBOOK_DIR"
+
+
+@pytest.mark.parametrize("name", [p.stem for p in NOTEBOOKS])
+def test_figures_are_saved_and_not_blank(executed, name):
+    run = executed(name)
+    assert set(run.figures) >= EXPECTED_FIGURES.get(name, set()), sorted(run.figures)
+    for figure, png in run.figures.items():
+        assert (run.figure_dir / f"{figure}.png").read_bytes() == png
+        image = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
+        height, width, _ = image.shape
+        assert width >= 300 and height >= 200, (figure, image.shape)
+        packed = image.astype(np.uint32) @ np.array([1 << 16, 1 << 8, 1], dtype=np.uint32)
+        colours = len(np.unique(packed))
+        inked = np.any(image < 200, axis=-1).mean()  # share of pixels that are not near-white
+        assert colours > 64 and inked > 0.02, (figure, colours, inked)
+
+
+def test_pixel_series_equal_rumi_read(executed):
+    run = executed("time_series_exploration")
+    record = json.loads((run.workdir / "pixel_series.json").read_text())
+    values = np.asarray(record["values"])
+    points = list(record["points"].values())
+    assert values.shape == (36, 4, len(points)) == (len(record["paths"]), 4, 4)
+    assert record["times"] == sorted(record["times"])
+    for t, path in enumerate(record["paths"]):
+        header = rumi.info(source=path).header
+        for p, (row, col) in enumerate(points):
+            pixel = rumi.read(path, header, window=(row, col, 1, 1), pattern="t b y x")
+            np.testing.assert_array_equal(values[t, :, p], pixel[0, :, 0, 0],
+                                          err_msg=f"{Path(path).name} pixel {(row, col)}")
+
+
+def test_a_broken_cell_fails_the_run(tmp_path):
+    nb = nbformat.read(NOTEBOOK_DIR / "quickstart.ipynb", as_version=4)  # in memory only
+    first_code = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code")
+    nb.cells.insert(first_code + 1, nbformat.v4.new_code_cell('raise RuntimeError("broken")'))
+    with pytest.raises(CellExecutionError, match="broken"):
+        _execute(nb, tmp_path)
+    later = [c for c in nb.cells[first_code + 2:] if c.cell_type == "code"]
+    assert later and all(c.execution_count is None for c in later)

@@ -7,7 +7,7 @@ from typing import Any
 
 import xarray as xr
 
-from rumi_xarray import dataset, engine, reads
+from rumi_xarray import dataset, engine, lazy, reads
 from rumi_xarray.array import RumiBackendArray, selection
 from rumi_xarray.graph import GroupedReadLayer
 
@@ -58,8 +58,8 @@ def _flatten(keys: Any) -> list[Any]:
     return [keys]
 
 
-def _lazy_requests(var: xr.Variable) -> list[tuple[RumiBackendArray, reads.Request]]:
-    """Return the read request of a lazily indexed variable's current selection."""
+def _lazy_selections(var: xr.Variable) -> list[tuple[RumiBackendArray, lazy.Selection]]:
+    """Return the selection a lazily indexed variable would read now."""
     from xarray.core import indexing
 
     inner: Any = var._data
@@ -72,8 +72,8 @@ def _lazy_requests(var: xr.Variable) -> list[tuple[RumiBackendArray, reads.Reque
         return []
     if key is None:
         key = indexing.BasicIndexer((slice(None),) * len(inner.shape))
-    request, _, _ = selection(inner.cube.shape, inner.full_key(key.tuple))
-    return [] if request is None else [(inner, request)]
+    sel, _, _ = selection(inner.cube.shape, inner.full_key(key.tuple))
+    return [] if sel is None else [(inner, sel)]
 
 
 def explain(obj: xr.Dataset | xr.DataArray) -> Explanation:
@@ -91,19 +91,16 @@ def explain(obj: xr.Dataset | xr.DataArray) -> Explanation:
     calls = items = frames = compressed = decoded = nranges = 0
     for var in variables:
         data = var.variable._data
-        planned: list[tuple[RumiBackendArray, reads.Plan]] = []
+        planned: list[tuple[RumiBackendArray, list[reads.Call]]] = []
         if hasattr(data, "__dask_graph__"):
             for layer in _find_layers(data):
-                blocks = sorted(layer.needed or [])
-                requests = [layer.request(b) for b in blocks]
-                planned.append((layer.array,
-                                reads.plan(layer.array.cube, requests, budget=layer.budget)))
+                planned.append((layer.array, list(layer.plan().calls)))
         else:
-            for array, request in _lazy_requests(var.variable):
-                planned.append((array, reads.plan(array.cube, [request], budget=2**62)))
-        for array, p in planned:
+            for array, sel in _lazy_selections(var.variable):
+                planned.append((array, lazy.calls(array.cube, sel)))
+        for array, planned_calls in planned:
             cube = array.cube
-            for call in p.calls:
+            for call in planned_calls:
                 calls += 1
                 items += len(call.scenes)
                 decoded += (len(call.scenes) * call.nbytes_per_item

@@ -8,7 +8,7 @@ import numpy as np
 from xarray.backends import BackendArray
 from xarray.core import indexing
 
-from rumi_xarray import reads
+from rumi_xarray import lazy
 from rumi_xarray.cube import Cube
 
 
@@ -17,9 +17,10 @@ class RumiBackendArray(BackendArray):
 
     Supports xarray's OUTER indexing: integers, slices with any step and
     integer arrays on every dimension, negative indices included. Each access
-    is one planned read: the selected time steps and bands, and the bounding
-    window of the y/x selection; steps and fancy indices are then taken in
-    numpy. The array holds only picklable descriptions (paths, headers), so
+    is one planned read (:mod:`rumi_xarray.lazy`): the selected time steps and
+    bands, and either the tile cells the y/x selection touches (through the
+    tile cache) or its bounding window; steps and fancy indices are then taken
+    in numpy. The array holds only picklable descriptions (paths, headers), so
     it is thread-safe and travels to dask workers.
 
     Parameters
@@ -83,15 +84,14 @@ class RumiBackendArray(BackendArray):
     def _getitem(self, key: tuple[Any, ...]) -> np.ndarray:
         full = self.full_key(key)
         try:
-            request, takes, drop = selection(self.cube.shape, full)
+            sel, takes, drop = selection(self.cube.shape, full)
         except IndexError as exc:
             raise IndexError(f"{self.cube.name}: selection {key!r} is out of range for "
                              f"shape {self.shape} {self.dims}: {exc}") from exc
-        if request is None:
-            data = np.empty(tuple(len(t) if isinstance(t, np.ndarray) else 0
-                                  for t in takes), dtype=self.dtype)
+        if sel is None:
+            data = np.empty(tuple(len(t) for t in takes), dtype=self.dtype)
         else:
-            data = reads.read_request(self.cube, request)
+            data = lazy.read(self.cube, sel)
             for axis, take in enumerate(takes):
                 if take is not None:
                     data = np.take(data, take, axis=axis)
@@ -100,8 +100,8 @@ class RumiBackendArray(BackendArray):
 
 
 def selection(shape: tuple[int, int, int, int], key: tuple[Any, Any, Any, Any]
-              ) -> tuple[reads.Request | None, list[np.ndarray | None], list[bool]]:
-    """Translate an OUTER key into one read request plus numpy takes.
+              ) -> tuple[lazy.Selection | None, list[np.ndarray], list[bool]]:
+    """Translate an OUTER key into sorted distinct positions plus numpy takes.
 
     Parameters
     ----------
@@ -112,10 +112,12 @@ def selection(shape: tuple[int, int, int, int], key: tuple[Any, Any, Any, Any]
 
     Returns
     -------
-    request : Request or None
+    sel : lazy.Selection or None
         ``None`` when the selection is empty.
     takes : list
-        Per axis, positions to take from the read block (``None``: as read).
+        Per axis, positions to take from what was read to restore the key's
+        order and repeats (``None``: as read); for an empty selection, the
+        positions per axis.
     drop : list of bool
         Axes indexed by an integer, to squeeze.
     """
@@ -142,21 +144,13 @@ def selection(shape: tuple[int, int, int, int], key: tuple[Any, Any, Any, Any]
             positions.append(arr % size if arr.size else arr)
             drop.append(False)
     if any(p.size == 0 for p in positions):
-        return None, [np.empty(0, np.int64) if p.size == 0 else p for p in positions], drop
-    takes: list[np.ndarray | None] = []
-    # Time and band: read the distinct steps once, then reorder/repeat.
-    listed = []
-    for p in positions[:2]:
+        return None, positions, drop
+    # Read each distinct position once, in order; reorder/repeat afterwards.
+    distinct, takes = [], []
+    for p in positions:
         unique, inverse = np.unique(p, return_inverse=True)
-        listed.append(tuple(unique.tolist()))
+        distinct.append(unique)
         takes.append(None if np.array_equal(unique, p) else inverse)
-    # y and x: read the bounding window, then subsample.
-    window = []
-    for p in positions[2:]:
-        lo, hi = int(p.min()), int(p.max()) + 1
-        window.append((lo, hi - lo))
-        rel = p - lo
-        takes.append(None if np.array_equal(rel, np.arange(hi - lo)) else rel)
-    request = reads.Request(times=listed[0], bands=listed[1], row=window[0][0],
-                            col=window[1][0], height=window[0][1], width=window[1][1])
-    return request, takes, drop
+    sel = lazy.Selection(times=tuple(distinct[0].tolist()), bands=tuple(distinct[1].tolist()),
+                         ys=distinct[2], xs=distinct[3])
+    return sel, takes, drop

@@ -63,6 +63,11 @@ class TileCache:
             self.hits += 1
             return value
 
+    def peek(self, key: Any) -> np.ndarray | None:
+        """Return the cached plane for ``key`` without counting or reordering."""
+        with self._lock:
+            return self._entries.get(key)
+
     def put(self, key: Any, value: np.ndarray) -> None:
         """Store a plane (read-only), evicting least recently used planes."""
         if value.nbytes > self.max_bytes:

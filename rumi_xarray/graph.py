@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
+import os
 from collections.abc import Iterator, Mapping, Set
 from typing import Any
 
@@ -126,10 +128,21 @@ class GroupedReadLayer(Layer):
     # -- Mapping interface (materialises) -----------------------------------
 
     @functools.cached_property
-    def _tasks(self) -> dict[Any, Task]:
+    def _planned(self) -> tuple[list[tuple[int, ...]], list[reads.Request], reads.Plan]:
         blocks = list(self._blocks())
         requests = [self.request(b) for b in blocks]
-        p = reads.plan(self.array.cube, requests, budget=self.budget)
+        itemsize = self.array.dtype.itemsize
+        total = sum(len(r.times) * len(r.bands) * r.height * r.width for r in requests) * itemsize
+        budget = balanced_budget(total, self.budget, parallelism())
+        return blocks, requests, reads.plan(self.array.cube, requests, budget=budget)
+
+    def plan(self) -> reads.Plan:
+        """Return the planned native calls of the chunks this layer must produce."""
+        return self._planned[2]
+
+    @functools.cached_property
+    def _tasks(self) -> dict[Any, Task]:
+        blocks, requests, p = self._planned
         # Group keys depend on the plan: a scheduler that still holds groups
         # of an earlier, differently culled computation must not reuse them.
         group = f"{self.name}-read-{tokenize(p.calls)}"
@@ -192,6 +205,52 @@ class GroupedReadLayer(Layer):
         (y0, yn), (x0, xn) = spans["y"], spans["x"]
         return reads.Request(times=tuple(range(t0, t0 + tn)), bands=bands,
                              row=y0, col=x0, height=yn, width=xn)
+
+
+#: Below this many decoded bytes per group, splitting a computation's reads
+#: across threads costs more (plans, requests) than it gains.
+MIN_PARALLEL_GROUP = 16 * 2**20
+
+
+def parallelism() -> int:
+    """Return how many dask threads will run the reads.
+
+    The threads of the default ``distributed`` client's workers when there is
+    one, else dask's ``num_workers`` setting, else the CPU count.
+    """
+    try:
+        from distributed import default_client
+
+        return max(1, sum(default_client().nthreads().values()))
+    except (ImportError, ValueError):
+        pass
+    return int(dask.config.get("num_workers", None) or os.cpu_count() or 1)
+
+
+def balanced_budget(total: int, budget: int, threads: int) -> int:
+    """Return a group budget that keeps every thread busy on large computations.
+
+    Groups stay under ``budget``; when the work is large enough
+    (``MIN_PARALLEL_GROUP`` per thread or more) there are at least as many
+    groups as threads, in multiples of the thread count, so that no worker
+    idles while another reads the last group.
+
+    Parameters
+    ----------
+    total : int
+        Decoded bytes of every needed chunk.
+    budget : int
+        Configured upper bound per group.
+    threads : int
+
+    Returns
+    -------
+    int
+    """
+    if threads <= 1 or total < threads * MIN_PARALLEL_GROUP:
+        return budget
+    groups = threads * math.ceil(math.ceil(total / max(budget, 1)) / threads)
+    return min(budget, max(1, math.ceil(total / groups)))
 
 
 def _relabel(part: reads.Part, call: int) -> reads.Part:

@@ -5,18 +5,20 @@ planner splits requests by scene, merges what different requests need from
 the same scene window (so a pixel time series in one file is one read of all
 its time steps, not one per step), and batches equal-sized windows into
 ``read_many`` calls bounded by a decoded-bytes budget. It never asks for a
-(time, band, window) that no request needs. The lazy path plans one request,
-the dask path every needed chunk at once.
+(time, band, window) that no request needs. The dask path plans every needed
+chunk at once; the lazy path (:mod:`rumi_xarray.lazy`) plans large
+selections as one request.
 """
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from dataclasses import dataclass
 
 import numpy as np
 
-from rumi_xarray import cache, engine
+from rumi_xarray import engine
 from rumi_xarray.cube import Cube
 
 #: Default decoded-bytes budget of one grouped read.
@@ -125,6 +127,8 @@ def plan(cube: Cube, requests: list[Request], budget: int = DEFAULT_GROUP_BYTES)
         items.sort()
         per_item = len(times) * len(bands) * h * w * itemsize
         size = max(1, budget // max(per_item, 1))
+        # Even batches: 64 windows at 21 per call become 4 x 16, not 21+21+21+1.
+        size = math.ceil(len(items) / math.ceil(len(items) / size))
         for start in range(0, len(items), size):
             batch = items[start:start + size]
             for k, (row, col, scene) in enumerate(batch):
@@ -221,112 +225,3 @@ def assemble(request: Request, parts: tuple[Part, ...], results: list[np.ndarray
         block = src[np.ix_(p.t_src, p.b_src)]
         out[np.ix_(p.t_out, p.b_out)] = block
     return out
-
-
-def read_request(cube: Cube, request: Request) -> np.ndarray:
-    """Plan, read and assemble one request (the lazy path).
-
-    Small requests go through the decoded-tile cache, so exploring nearby
-    pixels and chips decodes each frame once; large ones are read directly
-    (they would only evict the cache).
-
-    Parameters
-    ----------
-    cube : Cube
-    request : Request
-
-    Returns
-    -------
-    numpy.ndarray
-        ``(time, band, y, x)``.
-    """
-    if _cacheable(cube, request):
-        return _read_through_cache(cube, request)
-    p = plan(cube, [request], budget=2**62)
-    results = [execute(cube, call) for call in p.calls]
-    return assemble(request, p.parts[0], results, cube.grid.dtype)
-
-
-def _cells(start: int, size: int, tile: int) -> range:
-    return range(start // tile, (start + size - 1) // tile + 1)
-
-
-def _cacheable(cube: Cube, request: Request) -> bool:
-    """Return whether the tile-aligned request fits comfortably in the cache."""
-    capacity = cache.CACHE.max_bytes
-    if capacity <= 0:
-        return False
-    g = cube.grid
-    cells = (len(_cells(request.row, request.height, g.tile_height))
-             * len(_cells(request.col, request.width, g.tile_width)))
-    planes = len(request.times) * len(request.bands)
-    return cells * planes * g.tile_height * g.tile_width * g.dtype.itemsize <= capacity // 4
-
-
-def _read_through_cache(cube: Cube, request: Request) -> np.ndarray:
-    g = cube.grid
-    th, tw = g.tile_height, g.tile_width
-    out = np.empty((len(request.times), len(request.bands), request.height, request.width),
-                   dtype=g.dtype)
-    y1, x1 = request.row + request.height, request.col + request.width
-    # Where each cell's plane lands in `out`, and which planes must be read.
-    places = []
-    have: dict[tuple, np.ndarray] = {}
-    missing: dict[tuple[int, int, int], set[tuple[int, int]]] = defaultdict(set)
-    for scene, local, t_out in cube.segments(np.asarray(request.times, dtype=np.int64)):
-        ident = cache.identity(cube.scenes[scene].source, cube.scenes[scene].header)
-        for cr in _cells(request.row, request.height, th):
-            for cc in _cells(request.col, request.width, tw):
-                for lt, to in zip(local, t_out, strict=True):
-                    for bo, b in enumerate(request.bands):
-                        key = (ident, lt, b, cr, cc)
-                        places.append((key, to, bo, cr, cc))
-                        if key in have:
-                            continue
-                        plane = cache.CACHE.get(key)
-                        if plane is None:
-                            missing[(scene, cr, cc)].add((lt, b))
-                        else:
-                            have[key] = plane
-    if missing:
-        have.update(_fill(cube, missing))
-    for key, to, bo, cr, cc in places:
-        plane = have[key]
-        ys, xs = max(request.row, cr * th), max(request.col, cc * tw)
-        ye, xe = min(y1, (cr + 1) * th), min(x1, (cc + 1) * tw)
-        out[to, bo, ys - request.row:ye - request.row, xs - request.col:xe - request.col] = \
-            plane[ys - cr * th:ye - cr * th, xs - cc * tw:xe - cc * tw]
-    return out
-
-
-def _fill(cube: Cube, missing: dict[tuple[int, int, int], set[tuple[int, int]]]
-          ) -> dict[tuple, np.ndarray]:
-    """Read whole tile cells for the missing planes, grouped into few native calls."""
-    g = cube.grid
-    th, tw = g.tile_height, g.tile_width
-    whole_cell = not g.index_order  # a frame holds every step and band: read them all
-    groups: dict[tuple, list[tuple[int, int, int]]] = defaultdict(list)
-    for (scene, cr, cc), planes in missing.items():
-        if whole_cell:
-            times, bands = tuple(range(g.time_count)), tuple(range(g.bands))
-        else:
-            times = tuple(sorted({t for t, _ in planes}))
-            bands = tuple(sorted({b for _, b in planes}))
-        h = min(th, g.height - cr * th)
-        w = min(tw, g.width - cc * tw)
-        groups[(times, bands, h, w)].append((scene, cr, cc))
-    fetched: dict[tuple, np.ndarray] = {}
-    for (times, bands, h, w), items in groups.items():
-        call = Call(scenes=tuple(s for s, _, _ in items), rows=tuple(r * th for _, r, _ in items),
-                    cols=tuple(c * tw for _, _, c in items), times=times, bands=bands,
-                    height=h, width=w)
-        result = execute(cube, call)
-        for k, (scene, cr, cc) in enumerate(items):
-            ident = cache.identity(cube.scenes[scene].source, cube.scenes[scene].header)
-            for ti, t in enumerate(times):
-                for bi, b in enumerate(bands):
-                    key = (ident, t, b, cr, cc)
-                    plane = np.ascontiguousarray(result[k, ti, bi])
-                    fetched[key] = plane
-                    cache.CACHE.put(key, plane)
-    return fetched

@@ -103,3 +103,31 @@ def test_concurrent_readers_through_cache(scene):
     for t in threads:
         t.join()
     assert errors == []
+
+
+def test_scattered_pixels_read_only_their_tiles(scene):
+    path, data = scene
+    var = xr.open_dataset(path, engine="rumi").band_data
+    ys, xs = np.array([2, 190, 5]), np.array([250, 3])
+    rx.stats(reset=True)
+    np.testing.assert_array_equal(var.isel(y=ys, x=xs).values, data[:, :, ys][..., xs])
+    s = rx.stats()
+    # rows touch cells 0 and 2, columns cells 0 and 3: 4 cells x 4 times x 3 bands
+    assert s["frames"] == 4 * 4 * 3
+    assert s["calls"] <= 2  # the bottom-right cell is an edge tile of another size
+
+
+def test_explain_predicts_lazy_reads(scene):
+    path, data = scene
+    var = xr.open_dataset(path, engine="rumi").band_data
+    for sel in ({"y": slice(10, 30), "x": slice(60, 70)},
+                {"y": [1, 150], "x": [2, 255], "band": 1},
+                {"y": slice(10, 30), "x": slice(60, 70)},  # now cached: nothing to read
+                {"time": 0}):
+        part = var.isel(sel)
+        plan = part.rumi.explain()
+        rx.stats(reset=True)
+        part.load()
+        s = rx.stats()
+        assert (plan.calls, plan.items, plan.frames, plan.decoded_bytes) == (
+            s["calls"], s["items"], s["frames"], s["bytes"]), sel

@@ -209,8 +209,10 @@ def open_catalog(table: pd.DataFrame | str | os.PathLike[str], *, chunks: Any = 
     Returns
     -------
     xarray.Dataset
-        ``band_data(time, band, y, x)``; a missing or unreadable file fails
-        at compute time, naming its path and catalog row.
+        ``band_data(time, band, y, x)``; extra scalar columns of the table
+        (e.g. ``cloud_cover``) become coordinates along ``time``. A missing or
+        unreadable file fails at compute time, naming its path and catalog
+        row.
     """
     rows = _load(table)
     if rows.empty:
@@ -238,9 +240,28 @@ def open_catalog(table: pd.DataFrame | str | os.PathLike[str], *, chunks: Any = 
     labels = _labels(rows)
     ds = dataset.build(cube, labels, has_time=True, band_as_variable=band_as_variable,
                        decode_times=decode_times)
+    ds = ds.assign_coords(_extra_coords(rows, [g.time_count for g in grids]))
     if chunks is None:
         return ds
     return api.chunk(ds, chunks, group_bytes=group_bytes)
+
+
+def _extra_coords(rows: pd.DataFrame, steps: list[int]) -> dict[str, Any]:
+    """Return the catalog's own columns (cloud cover, tile id...) as time coordinates.
+
+    Columns of scalars beyond :data:`COLUMNS` follow their scene along time;
+    columns of lists or other containers are left out.
+    """
+    out = {}
+    for column in rows.columns:
+        if column in COLUMNS or column.startswith("_"):
+            continue
+        values = rows[column].to_numpy()
+        if values.dtype == object and not all(
+                isinstance(v, (str, bool, int, float, np.generic)) or v is None for v in values):
+            continue
+        out[column] = ("time", np.repeat(values, steps))
+    return out
 
 
 def _labels(rows: pd.DataFrame) -> dataset.Labels:

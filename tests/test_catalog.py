@@ -232,3 +232,17 @@ def test_simplecache_chain(scenes, tmp_path):
     ds = xr.open_dataset(url, engine="rumi",
                          storage_options={"simplecache": {"cache_storage": str(tmp_path)}})
     np.testing.assert_array_equal(ds.band_data.values, data[2])
+
+
+def test_extra_columns_become_time_coordinates(scenes):
+    _, paths, data = scenes
+    table = rx.catalog(paths[:5][::-1])
+    table["cloud_cover"] = [float(p.stem[-3:]) / 100 for p in paths[:5][::-1]]
+    table["tile"] = "33UUP"
+    table["geometry"] = [[1, 2]] * 5  # containers are not coordinates
+    cube = rx.open_catalog(table)
+    np.testing.assert_allclose(cube.cloud_cover.values, np.arange(5) / 100)
+    assert cube.cloud_cover.dims == ("time",) and list(cube.tile.values) == ["33UUP"] * 5
+    assert "geometry" not in cube.coords
+    clear = cube.band_data.where(cube.cloud_cover < 0.03, drop=True)
+    np.testing.assert_array_equal(clear.values, data[:3])

@@ -1,18 +1,24 @@
 """cffi (ABI mode) binding of the librumi C functions the Python API lacks.
 
-Only ``rumi_plan_ranges`` earns its place: a dry run that tells which
-compressed byte ranges a selection needs, without I/O. It backs ``explain()``
-and the fsspec transport. The library is the one shipped in the ``rumi-eo``
-wheel, so both bindings share the process-wide state of one librumi.
+Two earn their place: ``rumi_plan_ranges``, a dry run that tells which
+compressed byte ranges a selection needs without I/O (``explain()``, the
+fsspec transport), and ``rumi_read``/``rumi_read_many`` into a caller's
+buffer, so a whole-array dask load decodes straight into its result instead
+of into a temporary that dask then copies. The library is the one shipped in
+the ``rumi-eo`` wheel, so both bindings share the process-wide state (thread
+pool, checksum setting) of one librumi. Only :mod:`rumi_xarray.engine` calls
+this module.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import rumi
 from cffi import FFI
 
@@ -26,6 +32,23 @@ const char* rumi_last_error(void);
 void rumi_free(void* ptr);
 int rumi_spec_parse(const unsigned char* blob, size_t blob_size, rumi_spec** out);
 void rumi_spec_destroy(rumi_spec* spec);
+typedef struct rumi_source rumi_source;
+typedef struct {
+    rumi_source*     source;
+    const rumi_spec* spec;
+    int              y_off;
+    int              x_off;
+} rumi_read_item;
+int rumi_source_file(const char* path, rumi_source** out);
+int rumi_source_memory(const void* data, size_t size, rumi_source** out);
+void rumi_source_free(rumi_source* src);
+int rumi_read(rumi_source* src, const rumi_spec* spec,
+              const int* times, size_t n_times, const int* bands, size_t n_bands,
+              int y_off, int y_size, int x_off, int x_size,
+              const char* pattern, void* dst, size_t dst_size);
+int rumi_read_many(const rumi_read_item* items, size_t n_items,
+                   const int* times, size_t n_times, const int* bands, size_t n_bands,
+                   int y_size, int x_size, const char* pattern, void* dst, size_t dst_size);
 int rumi_plan_ranges(const rumi_spec* spec,
                      const int* times, size_t n_times,
                      const int* bands, size_t n_bands,
@@ -59,11 +82,75 @@ def _library() -> Any:
     return _lib
 
 
+# librumi status codes -> the exception types rumi's own binding raises.
+_ERRORS: dict[int, type[Exception]] = {1: ValueError, 2: OSError, 3: ValueError, 4: ValueError,
+                                       5: OSError, 6: MemoryError, 7: NotImplementedError,
+                                       8: RuntimeError}
+
+
 def _check(lib: Any, status: int, what: str) -> None:
     if status != 0:
         err = lib.rumi_last_error()
         message = _ffi.string(err).decode("utf-8", "replace") if err else "unknown error"
-        raise ValueError(f"{what}: {message}")
+        raise _ERRORS.get(status, RuntimeError)(f"{what}: {message}")
+
+
+def _spec(lib: Any, header: bytes) -> Any:
+    spec = _ffi.new("rumi_spec**")
+    _check(lib, lib.rumi_spec_parse(header, len(header), spec), "header")
+    return _ffi.gc(spec[0], lib.rumi_spec_destroy)
+
+
+def _source(lib: Any, source: Any) -> tuple[Any, Any]:
+    """Return a native source handle and the buffer it borrows (kept alive)."""
+    out = _ffi.new("rumi_source**")
+    if isinstance(source, str):
+        _check(lib, lib.rumi_source_file(os.fsencode(source), out), "source")
+        keep = None
+    else:
+        keep = _ffi.from_buffer(source)
+        _check(lib, lib.rumi_source_memory(keep, len(keep), out), "source")
+    return _ffi.gc(out[0], lib.rumi_source_free), keep
+
+
+def read_into(dst: np.ndarray, items: Sequence[tuple[Any, bytes, int, int]],
+              times: Sequence[int] | None, bands: Sequence[int] | None,
+              height: int, width: int) -> None:
+    """Decode equal windows of one or more sources into ``dst`` (one native call).
+
+    Parameters
+    ----------
+    dst : numpy.ndarray
+        C-contiguous, writable, shaped ``(n_items, n_times, n_bands, height,
+        width)`` of the file's dtype.
+    items : sequence of (source, header, row, col)
+        ``source`` is a path/URL or a bytes-like file image.
+    times, bands : sequence of int or None
+    height, width : int
+    """
+    if not (dst.flags.c_contiguous and dst.flags.writeable):
+        raise ValueError("read_into needs a C-contiguous, writable destination")
+    lib = _library()
+    keep = []
+    t_ptr, t_n = _ints(times)
+    b_ptr, b_n = _ints(bands)
+    target = _ffi.from_buffer(dst)
+    if len(items) == 1:
+        source, header, row, col = items[0]
+        handle, buf = _source(lib, source)
+        keep.append(buf)
+        _check(lib, lib.rumi_read(handle, _spec(lib, header), t_ptr, t_n, b_ptr, b_n,
+                                  row, height, col, width, b"t b y x", target, dst.nbytes),
+               "read")
+        return
+    handles = [_source(lib, source) for source, _, _, _ in items]
+    specs = [_spec(lib, header) for _, header, _, _ in items]
+    array = _ffi.new("rumi_read_item[]", [
+        (handle, spec, row, col)
+        for (handle, _), spec, (_, _, row, col) in zip(handles, specs, items, strict=True)])
+    _check(lib, lib.rumi_read_many(array, len(items), t_ptr, t_n, b_ptr, b_n, height, width,
+                                   b"n t b y x", target, dst.nbytes), "read")
+    keep.extend((handles, specs))
 
 
 def _ints(values: Sequence[int] | None) -> tuple[Any, int]:
@@ -91,9 +178,7 @@ def plan_ranges(header: bytes, times: Sequence[int] | None, bands: Sequence[int]
     list of tuple of int
     """
     lib = _library()
-    spec = _ffi.new("rumi_spec**")
-    _check(lib, lib.rumi_spec_parse(header, len(header), spec), "header")
-    handle = _ffi.gc(spec[0], lib.rumi_spec_destroy)
+    handle = _spec(lib, header)
     t_ptr, t_n = _ints(times)
     b_ptr, b_n = _ints(bands)
     out = _ffi.new("rumi_range**")

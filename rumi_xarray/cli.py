@@ -794,9 +794,7 @@ def _crop_pixel(classes: np.ndarray) -> tuple[int, int]:
 def _demo_truth(engine: Any, ds: xr.Dataset, path: str, pixel: tuple[int, int]
                 ) -> dict[str, Any]:
     """Return the file's samples through one plain ``rumi.read`` (via the engine)."""
-    height, width = ds.sizes["y"], ds.sizes["x"]
-    whole = engine.read([engine.Item(engine.Scene(os.path.abspath(path), ds.rumi.header), 0, 0)],
-                        None, None, height, width)[0]
+    whole = engine.reference_read(engine.Scene(os.path.abspath(path), ds.rumi.header))
     return {"data": whole, "pixel": pixel}
 
 

@@ -13,18 +13,15 @@ import os
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import rumi
 
-from rumi_xarray import redact
+from rumi_xarray import _capi, redact
 from rumi_xarray.transport import RangeSource
 
-#: Output axis order for every read: dimensions never depend on T or on the
-#: number of items.
-PATTERN_ONE = "t b y x"
-PATTERN_MANY = "n t b y x"
+#: Axis order of :func:`reference_read`: dimensions never depend on T.
+PATTERN = "t b y x"
 
 
 @dataclass(frozen=True)
@@ -339,21 +336,31 @@ def header_info(header: bytes) -> rumi.Metadata:
 # --- reads ----------------------------------------------------------------------
 
 
-def read(items: Sequence[Item], times: Sequence[int] | None, bands: Sequence[int] | None,
-         height: int, width: int, frames: int = 0) -> np.ndarray:
+def read(items: Sequence[Item], times: Sequence[int], bands: Sequence[int],
+         height: int, width: int, dtype: np.dtype, frames: int = 0,
+         out: np.ndarray | None = None) -> np.ndarray:
     """Read equal-sized windows from one or more scenes in ONE native call.
+
+    librumi decodes straight into a numpy buffer (``out`` when given), so a
+    caller that owns the final array pays no copy, and numpy's allocation
+    (huge pages where available) is cheaper to fault in than librumi's own.
 
     Parameters
     ----------
     items : sequence of Item
-        Scene and top-left corner of each window. One item uses ``rumi.read``,
-        more use ``rumi.read_many`` (one plan, one transport submission).
-    times, bands : sequence of int or None
-        Time steps and bands within each scene; ``None`` means all.
+        Scene and top-left corner of each window. One item is a
+        ``rumi_read``, more a ``rumi_read_many`` (one plan, one transport
+        submission).
+    times, bands : sequence of int
+        Time steps and bands within each scene.
     height, width : int
         Window size shared by every item.
+    dtype : numpy.dtype
+        The scenes' sample type.
     frames : int, optional
         Frames the whole call touches, for :func:`stats` only.
+    out : numpy.ndarray, optional
+        C-contiguous destination shaped like the result.
 
     Returns
     -------
@@ -361,25 +368,39 @@ def read(items: Sequence[Item], times: Sequence[int] | None, bands: Sequence[int
         Shape ``(n_items, n_times, n_bands, height, width)``.
     """
     configure()
-    time_arg = None if times is None else list(times)
-    band_arg = None if bands is None else list(bands)
+    time_arg, band_arg = [int(t) for t in times], [int(b) for b in bands]
+    shape = (len(items), len(time_arg), len(band_arg), height, width)
+    if out is None:
+        out = np.empty(shape, dtype=dtype)
+    elif out.shape != shape or out.dtype != dtype:
+        raise ValueError(f"read: destination is {out.shape} {out.dtype}, needs {shape} {dtype}")
     try:
-        items = _materialize(items, time_arg, band_arg, height, width)
-        if len(items) == 1:
-            it = items[0]
-            out = rumi.read(it.scene.source, it.scene.header, pattern=PATTERN_ONE,
-                            time=time_arg, bands=band_arg,
-                            window=(it.row, it.col, height, width))[np.newaxis]
-        else:
-            out = rumi.read_many(
-                [it.scene.source for it in items], [it.scene.header for it in items],
-                windows=[(it.row, it.col, height, width) for it in items],
-                pattern=PATTERN_MANY, time=time_arg, bands=band_arg)
+        native = _materialize(items, time_arg, band_arg, height, width)
+        _capi.read_into(out, [(it.scene.source, it.scene.header, it.row, it.col)
+                              for it in native], time_arg, band_arg, height, width)
     except (ValueError, OSError, RuntimeError, MemoryError, NotImplementedError) as exc:
-        raise _locate_failure(exc, items, time_arg, band_arg, height, width) from exc
-    STATS.add(calls=1, items=len(items), frames=frames,
-              bytes=int(out.nbytes))
+        raise _locate_failure(exc, items, time_arg, band_arg, height, width, dtype) from exc
+    STATS.add(calls=1, items=len(items), frames=frames, bytes=int(out.nbytes))
     return out
+
+
+def reference_read(scene: Scene) -> np.ndarray:
+    """Return a whole file through librumi's own Python API (``rumi.read``).
+
+    The ground truth the demo checks rumi_xarray's reads against: a
+    different path through librumi than :func:`read`'s buffer reads.
+
+    Parameters
+    ----------
+    scene : Scene
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(time, band, y, x)``.
+    """
+    configure()
+    return rumi.read(scene.source, scene.header, pattern=PATTERN)
 
 
 def _materialize(items: Sequence[Item], times: list[int] | None, bands: list[int] | None,
@@ -404,8 +425,9 @@ def _materialize(items: Sequence[Item], times: list[int] | None, bands: list[int
     return out
 
 
-def _locate_failure(exc: BaseException, items: Sequence[Item], times: Any, bands: Any,
-                    height: int, width: int) -> BaseException:
+def _locate_failure(exc: BaseException, items: Sequence[Item], times: list[int],
+                    bands: list[int], height: int, width: int, dtype: np.dtype
+                    ) -> BaseException:
     """Name the scene that made a grouped read fail.
 
     librumi reports the cause but not which item of a ``read_many`` caused it,
@@ -414,10 +436,12 @@ def _locate_failure(exc: BaseException, items: Sequence[Item], times: Any, bands
     """
     culprit: Item | None = items[0] if len(items) == 1 else None
     if culprit is None:
+        probe = np.empty((1, len(times), len(bands), height, width), dtype=dtype)
         for it in items:
             try:
-                rumi.read(it.scene.source, it.scene.header, pattern=PATTERN_ONE,
-                          time=times, bands=bands, window=(it.row, it.col, height, width))
+                native = _materialize([it], times, bands, height, width)[0]
+                _capi.read_into(probe, [(native.scene.source, native.scene.header,
+                                         native.row, native.col)], times, bands, height, width)
             except Exception:
                 culprit = it
                 break
@@ -450,6 +474,4 @@ def plan_ranges(scene: Scene, times: Sequence[int] | None, bands: Sequence[int] 
     list of (offset, length)
         One range per frame, as librumi plans them; no I/O happens.
     """
-    from rumi_xarray import _capi
-
     return _capi.plan_ranges(scene.header, times, bands, row, col, height, width)

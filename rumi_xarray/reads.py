@@ -161,13 +161,15 @@ def plan(cube: Cube, requests: list[Request], budget: int = DEFAULT_GROUP_BYTES)
     return Plan(calls=tuple(calls), parts=tuple(all_parts))
 
 
-def execute(cube: Cube, call: Call) -> np.ndarray:
+def execute(cube: Cube, call: Call, out: np.ndarray | None = None) -> np.ndarray:
     """Run one planned call through the engine.
 
     Parameters
     ----------
     cube : Cube
     call : Call
+    out : numpy.ndarray, optional
+        Contiguous ``(n_items, n_times, n_bands, height, width)`` destination.
 
     Returns
     -------
@@ -177,14 +179,11 @@ def execute(cube: Cube, call: Call) -> np.ndarray:
     grid = cube.grid
     items = [engine.Item(cube.scenes[s], r, c)
              for s, r, c in zip(call.scenes, call.rows, call.cols, strict=True)]
-    times = None if len(call.times) == grid.time_count and call.times == tuple(
-        range(grid.time_count)) else call.times
-    bands = None if len(call.bands) == grid.bands and call.bands == tuple(
-        range(grid.bands)) else call.bands
     frames = sum(grid.frames_touched(len(call.times), len(call.bands), r, c,
                                      call.height, call.width)
                  for r, c in zip(call.rows, call.cols, strict=True))
-    return engine.read(items, times, bands, call.height, call.width, frames=frames)
+    return engine.read(items, call.times, call.bands, call.height, call.width, grid.dtype,
+                       frames=frames, out=out)
 
 
 def _axis(values: tuple[int, ...]) -> slice | np.ndarray:

@@ -26,7 +26,7 @@ from dask.base import tokenize
 from dask.highlevelgraph import HighLevelGraph, Layer
 
 from rumi_xarray import grid as grid_mod
-from rumi_xarray import reads
+from rumi_xarray import reads, whole
 from rumi_xarray.array import RumiBackendArray
 
 #: dask config key bounding the decoded bytes of one grouped read.
@@ -62,6 +62,9 @@ class GroupedReadLayer(Layer):
         Decoded bytes per read group.
     needed : frozenset of tuple, optional
         Block indices this (culled) layer must produce; ``None`` means all.
+    whole : bool, default False
+        The array itself is being computed: decode into one result buffer
+        (:mod:`rumi_xarray.whole`) instead of reading groups.
     """
 
     # Our tasks are task-spec objects; without this the base class would
@@ -71,13 +74,14 @@ class GroupedReadLayer(Layer):
     def __init__(self, name: str, array: RumiBackendArray,
                  chunks: tuple[tuple[int, ...], ...], budget: int,
                  needed: frozenset[tuple[int, ...]] | None = None,
-                 annotations: Mapping[str, Any] | None = None) -> None:
+                 annotations: Mapping[str, Any] | None = None, whole: bool = False) -> None:
         super().__init__(annotations=annotations)
         self.name = name
         self.array = array
         self.chunks = chunks
         self.budget = budget
         self.needed = needed
+        self.whole = whole
         self._starts = [grid_mod.chunk_starts(c) for c in chunks]
 
     # -- symbolic interface -------------------------------------------------
@@ -118,8 +122,18 @@ class GroupedReadLayer(Layer):
         if self.needed is not None:
             wanted &= self.needed
         culled = GroupedReadLayer(self.name, self.array, self.chunks, self.budget,
-                                  needed=wanted, annotations=self.annotations)
+                                  needed=wanted, annotations=self.annotations,
+                                  whole=self.whole and len(wanted) == self.n_blocks())
         return culled, {(self.name, *b): set() for b in wanted}
+
+    def n_blocks(self) -> int:
+        """Return how many chunks the whole array has."""
+        return math.prod(len(c) for c in self.chunks)
+
+    def as_whole(self) -> GroupedReadLayer:
+        """Return this layer in whole-array mode (see :mod:`rumi_xarray.whole`)."""
+        return GroupedReadLayer(self.name, self.array, self.chunks, self.budget,
+                                needed=self.needed, annotations=self.annotations, whole=True)
 
     def get_dependencies(self, key: Any, all_hlg_keys: Any) -> set[Any]:
         """Return no external dependencies: chunks depend only on read groups."""
@@ -142,6 +156,8 @@ class GroupedReadLayer(Layer):
 
     @functools.cached_property
     def _tasks(self) -> dict[Any, Task]:
+        if self.whole:
+            return self._whole_tasks()
         blocks, requests, p = self._planned
         # Group keys depend on the plan: a scheduler that still holds groups
         # of an earlier, differently culled computation must not reuse them.
@@ -158,6 +174,33 @@ class GroupedReadLayer(Layer):
             key = (self.name, *block)
             tasks[key] = Task(key, assemble_block, request, relabelled, dtype, drop,
                               *[TaskRef((group, c)) for c in used])
+        return tasks
+
+    def _whole_tasks(self) -> dict[Any, Task]:
+        """Slab tasks decoding into one buffer, and chunk tasks that are views of it."""
+        bounds = whole.slab_bounds(self.array, self.chunks, self.budget, parallelism())
+        axis = whole.slab_axis(self.array)
+        token = f"{self.name}-whole-{tokenize(bounds)}"
+        tasks: dict[Any, Task] = {}
+        for i, (start, stop) in enumerate(bounds):
+            tasks[(token, i)] = Task((token, i), whole.fill_slab, self.array, token, axis,
+                                     start, stop)
+        slab_starts = np.array([b[0] for b in bounds])
+        drop = self.squeezed_axes()
+        buffer_axis = {"time": 0, "band": 1, "y": 2, "x": 3}
+        for block in self._blocks():
+            index = [slice(None)] * 4
+            for dim, i, starts, sizes in zip(self.array.dims, block, self._starts, self.chunks,
+                                             strict=True):
+                index[buffer_axis[dim]] = slice(int(starts[i]), int(starts[i]) + sizes[i])
+            along = index[axis]
+            first = along.start if isinstance(along, slice) and along.start is not None else 0
+            slab = int(np.searchsorted(slab_starts, first, side="right")) - 1
+            offset = bounds[slab][0]
+            if isinstance(along, slice) and along.start is not None:
+                index[axis] = slice(along.start - offset, along.stop - offset)
+            key = (self.name, *block)
+            tasks[key] = Task(key, whole.block_of, TaskRef((token, slab)), tuple(index), drop)
         return tasks
 
     def __getitem__(self, key: Any) -> Task:
@@ -312,4 +355,20 @@ def grouped_array(array: RumiBackendArray, chunks: Any = None, *, budget: int | 
     layer = GroupedReadLayer(name, array, normalized, budget)
     graph = HighLevelGraph({name: layer}, {name: set()})
     meta = np.empty((0,) * len(dims), dtype=array.dtype)
-    return da.Array(graph, name, normalized, meta=meta)
+    return GroupedArray(graph, name, normalized, meta=meta)
+
+
+class GroupedArray(da.Array):
+    """A dask array of grouped Rumi reads that loads itself without a final copy.
+
+    Computing it directly (``.values``, ``.load()``, ``.compute()``) decodes
+    into one result buffer (:mod:`rumi_xarray.whole`); anything derived from it
+    (slices, reductions) is a plain dask array and reads in groups.
+    """
+
+    __slots__ = ()
+
+    __dask_optimize__ = staticmethod(whole.optimize)
+
+    def __dask_postcompute__(self) -> tuple[Any, tuple[Any, ...]]:
+        return whole.finalize, (self.chunks,)

@@ -21,7 +21,7 @@ test: $(STAMP)
 	$(PY) -m pytest -q
 
 bench: $(STAMP)
-	$(PY) -m pytest -q -m slow
+	$(PY) benchmarks/open_speed.py
 	$(PY) benchmarks/run.py
 
 fuzz: $(STAMP)

@@ -18,6 +18,7 @@ import json
 import os
 import shutil
 import time
+import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ import numpy as np
 
 #: Bumped whenever the generator or the store settings change, so an old
 #: ./bench-data is rebuilt instead of silently reused.
-GENERATOR_VERSION = 3
+GENERATOR_VERSION = 4
 
 BAND_NAMES = ("B02 blue 490nm", "B03 green 560nm", "B04 red 665nm", "B08 nir 842nm")
 #: Typical reflectance level (x 1e4), seasonal swing and noise per band: NIR
@@ -153,31 +154,31 @@ def generate(spec: CubeSpec) -> np.ndarray:
 def choose_codec(cube: np.ndarray, tile: int) -> tuple[str, list[dict[str, Any]]]:
     """Profile lossless geozl graphs on one tile and pick the best-ratio fast one.
 
-    "Fast" means decoding at least as fast as the reference codec on the same
-    tile and encoding at >= 100 MB/s: decode speed is what every read pays,
-    and the reference is what the performance bar was measured with, so the
-    choice never makes reads slower than the reference to win a little ratio.
+    "Fast" means decoding at least twice as fast as the reference codec on the
+    same tile and encoding at >= 100 MB/s; among those the best ratio wins.
+    Decode speed is what every read pays, so ratio is never bought with slower
+    reads; the factor 2 (rather than "at least as fast") keeps the choice away
+    from graphs whose profiled speed is within timing noise of the reference,
+    so the same cube gets the same codec run after run.
 
     Returns
     -------
     codec : str
     rows : list of dict
-        The candidates considered (graph, ratio, encode/decode MB/s).
+        The fast candidates (graph, ratio, encode/decode MB/s), best ratio
+        first, then the reference.
     """
     import geozl
 
     t, b = cube.shape[0] // 2, cube.shape[1] - 1  # mid-season NIR: the hardest plane
     sample = np.ascontiguousarray(cube[t, b, :tile, :tile])
-    rows = [dict(r) for r in geozl.profile(sample, prior=None, reps=3)]
-    by_graph = {r["graph"]: r for r in rows}
-    reference = by_graph.get(REFERENCE_CODEC)
-    floor = reference["decode_mbps"] if reference else 0.0
-    fast = [r for r in rows if r["decode_mbps"] >= floor and r["encode_mbps"] >= 100]
-    best = max(fast, key=lambda r: (round(r["ratio"], 2), r["decode_mbps"]), default=reference)
-    chosen = best["graph"] if best else REFERENCE_CODEC
-    keep = sorted(fast, key=lambda r: -r["ratio"])[:5]
-    if reference and reference not in keep:
-        keep.append(reference)
+    rows = [dict(r) for r in geozl.profile(sample, prior=None, reps=5)]
+    reference = next((r for r in rows if r["graph"] == REFERENCE_CODEC), None)
+    floor = 2 * reference["decode_mbps"] if reference else 0.0
+    fast = sorted((r for r in rows if r["decode_mbps"] >= floor and r["encode_mbps"] >= 100),
+                  key=lambda r: -r["ratio"])
+    chosen = fast[0]["graph"] if fast else REFERENCE_CODEC
+    keep = fast[:5] + ([reference] if reference is not None else [])
     return chosen, [{k: r[k] for k in ("graph", "ratio", "encode_mbps", "decode_mbps")}
                     for r in keep]
 
@@ -202,7 +203,7 @@ def write_zarr(path: Path, cube: np.ndarray, dates: list[dt.date], tile: int) ->
     import xarray as xr
     import zarr
 
-    t, b, ny, nx = cube.shape
+    _t, b, ny, nx = cube.shape
     ds = xr.Dataset(
         {"band_data": (("time", "band", "y", "x"), cube)},
         coords={"time": np.array(dates, dtype="datetime64[ns]"),
@@ -211,7 +212,11 @@ def write_zarr(path: Path, cube: np.ndarray, dates: list[dt.date], tile: int) ->
                 "x": ORIGIN[0] + PIXEL * (np.arange(nx) + 0.5)})
     encoding = {"band_data": {"chunks": (1, 1, tile, tile),
                               "compressors": [zarr.codecs.ZstdCodec(level=3)]}}
-    ds.to_zarr(path, mode="w", zarr_format=3, encoding=encoding, consolidated=True)
+    with warnings.catch_warnings():
+        # Text band labels have no stable Zarr v3 dtype yet and consolidated
+        # metadata is not in the v3 spec: both warn, neither affects reads.
+        warnings.filterwarnings("ignore", message=".*Zarr.*")
+        ds.to_zarr(path, mode="w", zarr_format=3, encoding=encoding, consolidated=True)
 
 
 def write_tifs(folder: Path, cube: np.ndarray, tile: int) -> list[Path]:
@@ -262,9 +267,13 @@ def prepare(spec: CubeSpec, root: Path, log: Any = print) -> Stores:
                               bytes.fromhex(saved["header"]), saved["codec"],
                               saved["codec_profile"], saved["sizes"],
                               [dt.date.fromisoformat(d) for d in saved["dates"]], True)
-    if root.exists():
-        shutil.rmtree(root)
-    root.mkdir(parents=True)
+    # Only our own files go: the quick cube lives in a subfolder of the full one.
+    for stale in (manifest, rumi_path, root / "truth-checksums.npy"):
+        stale.unlink(missing_ok=True)
+    for folder in (zarr_path, tif_dir):
+        if folder.exists():
+            shutil.rmtree(folder)
+    root.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     cube = generate(spec)
     dates = dates_for(spec.times)

@@ -7,7 +7,7 @@ from rumi_xarray import (
 from rumi_xarray import catalog as catalog_module
 from rumi_xarray.api import chunk, open_dataset
 from rumi_xarray.backend import RumiBackendEntrypoint
-from rumi_xarray.cache import cache_info, set_cache_size
+from rumi_xarray.cache import cache_info, clear_cache, set_cache_size
 from rumi_xarray.catalog import catalog, open_catalog, open_mfdataset
 from rumi_xarray.engine import enable_verification, stats
 from rumi_xarray.writer import to_rumi
@@ -21,6 +21,7 @@ __all__ = [
     "catalog",
     "catalog_module",
     "chunk",
+    "clear_cache",
     "enable_verification",
     "graph",
     "open_catalog",

@@ -124,6 +124,11 @@ def set_cache_size(max_bytes: int | str) -> None:
                  else int(max_bytes))
 
 
+def clear_cache() -> None:
+    """Drop every decoded tile this process holds and zero the hit counters."""
+    CACHE.clear()
+
+
 def cache_info() -> dict[str, int]:
     """Return the tile cache's size, capacity, entries, hits and misses."""
     return CACHE.info()

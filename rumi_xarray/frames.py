@@ -12,7 +12,6 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-import geozl
 import numpy as np
 import rumi
 
@@ -218,6 +217,10 @@ class Compressor:
 
     def __call__(self, block: np.ndarray) -> bytes:
         """Compress one frame and return its payload."""
+        # Imported here: geozl loads openzl, whose nanobind bindings print
+        # leak reports at interpreter exit in every process that imported it.
+        import geozl
+
         arr = _storable(block)
         if self.lossy:
             return geozl.compress(arr, graph=geozl.graph(arr, self.codec, error=self.error))

@@ -123,8 +123,12 @@ def align_chunks(chunks: Any, shape: tuple[int, ...], dims: tuple[str, ...],
                  source: str = "") -> tuple[tuple[int, ...], ...]:
     """Turn a user ``chunks`` request into frame-aligned dask chunks.
 
-    ``{}`` (or a dimension left out) gives one frame per chunk, ``"auto"`` and
-    ``-1`` give frame multiples sized by dask's ``array.chunk-size``, explicit
+    ``{}`` (or a dimension left out) gives one frame per chunk. ``"auto"``
+    (and ``-1``/``None`` inside a dict for "whole") give frame multiples:
+    ``"auto"`` grows a chunk along ``time`` and ``band`` first, then square
+    along ``y``/``x``, up to dask's ``array.chunk-size``, because Earth
+    observation work (pixel series, chips over all dates, time reductions)
+    reads along time far more often than across a whole image. Explicit
     sizes are kept but warn when they split frames (reads then decode the
     split frames once per chunk).
 
@@ -157,8 +161,9 @@ def align_chunks(chunks: Any, shape: tuple[int, ...], dims: tuple[str, ...],
         request = tuple(chunks for _ in dims)
     else:
         request = tuple(chunks)
-    auto = tuple("auto" if r in ("auto", -1, None) else r for r in request)
-    normalized = normalize_chunks(auto, shape, dtype=dtype, previous_chunks=frame)
+    if any(r == "auto" for r in request):
+        request = _auto(request, shape, dims, frame, np.dtype(dtype).itemsize)
+    normalized = normalize_chunks(request, shape, dtype=dtype, previous_chunks=frame)
     for dim, size, blocks in zip(dims, frame, normalized, strict=True):
         inner = blocks[:-1]
         if any(b % size for b in inner):
@@ -168,6 +173,41 @@ def align_chunks(chunks: Any, shape: tuple[int, ...], dims: tuple[str, ...],
                 f"multiples of {size} (or chunks={{}}) for frame-aligned reads.",
                 UserWarning, stacklevel=3)
     return normalized
+
+
+def _auto(request: tuple[Any, ...], shape: tuple[int, ...], dims: tuple[str, ...],
+          frame: tuple[int, ...], itemsize: int) -> tuple[Any, ...]:
+    """Resolve ``"auto"`` entries: time and band first, then square in y/x."""
+    import dask
+    import dask.utils
+
+    limit = dask.utils.parse_bytes(dask.config.get("array.chunk-size"))
+    size = [shape[i] if r in (-1, None) else frame[i] if r == "auto" else int(r)
+            for i, r in enumerate(request)]
+    auto = [r == "auto" for r in request]
+
+    def nbytes() -> int:
+        return math.prod(size) * itemsize
+
+    for name in ("time", "band"):
+        if name in dims and auto[dims.index(name)]:
+            i = dims.index(name)
+            fit = max(1, limit // max(1, nbytes() // size[i]))
+            size[i] = min(shape[i], max(frame[i], fit // frame[i] * frame[i]))
+    spatial = [dims.index(d) for d in ("y", "x") if d in dims and auto[dims.index(d)]]
+    while spatial:
+        grown = False
+        for i in spatial:
+            if size[i] < shape[i]:
+                before = size[i]
+                size[i] = min(shape[i], size[i] + frame[i])
+                if nbytes() > limit:
+                    size[i] = before
+                else:
+                    grown = True
+        if not grown:
+            break
+    return tuple(size)
 
 
 def chunk_starts(chunks: tuple[int, ...]) -> np.ndarray:

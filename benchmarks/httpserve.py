@@ -1,0 +1,126 @@
+"""Loopback range-capable HTTP server for the benchmark, run in a child process.
+
+The server is ``tests/servers.py``'s :class:`RangeHTTPServer` (the test suite's
+real HTTP/1.1 server with byte ranges and a request log). It runs in its own
+process, not a thread of the benchmark: in-process, its Python request
+handling would compete for the GIL with exactly the Python-heavy readers we
+measure (fsspec, zarr, dask), and pure-native readers would be favoured. The
+child also turns on TCP_NODELAY, as real object stores do (see ``_serve``).
+
+The parent talks to the child over its stdin/stdout, one line per command:
+``reset`` clears the request log, ``stats`` answers with one JSON line
+(requests, bytes, connections), ``quit`` stops it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+class ServerProcess:
+    """Parent-side handle on the child server: start, reset, count, stop.
+
+    Parameters
+    ----------
+    root : Path
+        Folder to serve (the benchmark data folder).
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._proc: subprocess.Popen[str] | None = None
+        self.base_url = ""
+
+    def start(self) -> ServerProcess:
+        self._proc = subprocess.Popen(
+            [sys.executable, "-u", __file__, str(self.root)], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, text=True)
+        self.base_url = self._ask("url")["url"]
+        return self
+
+    def _ask(self, command: str) -> dict[str, Any]:
+        proc = self._proc
+        if proc is None or proc.stdin is None or proc.stdout is None:
+            raise RuntimeError("server not started")
+        proc.stdin.write(command + "\n")
+        proc.stdin.flush()
+        line = proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"benchmark HTTP server exited (code {proc.poll()})")
+        return json.loads(line)
+
+    def url(self, name: str) -> str:
+        return f"{self.base_url}/{name}"
+
+    def reset(self) -> None:
+        self._ask("reset")
+
+    def stats(self) -> dict[str, int]:
+        return self._ask("stats")
+
+    def stop(self) -> None:
+        if self._proc is None:
+            return
+        with contextlib.suppress(RuntimeError, BrokenPipeError, OSError):
+            self._ask("quit")
+        try:
+            self._proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()  # only our own child, by handle
+            self._proc.wait()
+        self._proc = None
+
+    def __enter__(self) -> ServerProcess:
+        return self.start()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+
+
+def _serve(root: str) -> None:
+    """Child side: run RangeHTTPServer and answer commands until ``quit`` or EOF."""
+    sys.path.insert(0, str(REPO / "tests"))
+    import servers  # the test suite's server; see module docstring
+
+    # Real object stores and CDNs answer with TCP_NODELAY. The stdlib handler
+    # does not: it writes headers and body in separate segments, and Nagle plus
+    # the client's delayed ACK then stall a small response ~40 ms. That stall
+    # hits every small ranged request (librumi's per-chunk reads: 10 ms -> 40 ms
+    # each) and would turn request latency into a measurement of the kernel.
+    servers._RangeHandler.disable_nagle_algorithm = True
+    server = servers.RangeHTTPServer(root).start()
+    try:
+        for line in sys.stdin:
+            command = line.strip()
+            if command == "url":
+                answer: dict[str, Any] = {"url": server.base_url}
+            elif command == "reset":
+                server.reset()
+                answer = {}
+            elif command == "stats":
+                reqs = server.requests()
+                answer = {"requests": len(reqs),
+                          "gets": sum(r.method == "GET" for r in reqs),
+                          "errors": sum(r.status >= 400 for r in reqs),
+                          "bytes": server.bytes_served, "connections": server.connections}
+            elif command == "quit":
+                print("{}", flush=True)
+                break
+            else:
+                answer = {"error": f"unknown command {command!r}"}
+            print(json.dumps(answer), flush=True)
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    _serve(sys.argv[1])

@@ -1,0 +1,261 @@
+"""The readers compared and the four workloads, as plain callables.
+
+Each reader opens the cube the way its users would, inside the timed region
+(opening is part of what a user pays, and over HTTP it is requests), and
+returns a canonical numpy result so every reader can be checked against the
+engine's ``rumi.read`` of the same data:
+
+- W1 full: ``(time, band, y, x)``;
+- W2 time mean: ``(band, y, x)`` float;
+- W3 pixel series: ``(pixel, time, band)``;
+- W4 chips: ``(chip, time, band, size, size)``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import dask.array as da
+import numpy as np
+import pandas as pd
+import rumi
+import xarray as xr
+
+import rumi_xarray as rx
+
+PATTERN = "t b y x"  # explicit, so the output never depends on T
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where each encoding of the cube lives: local paths or loopback URLs.
+
+    When ``remote``, the GeoTIFF opener appends ``?run=N`` (a query the server
+    ignores) to every URL: GDAL's /vsicurl/ keeps a per-URL cache of file
+    sizes and headers across opens in one process, which would make later
+    repetitions cheaper than a fresh process's first read. librumi and fsspec
+    keep nothing between runs (their request counts are identical run after
+    run), so they need no such suffix.
+    """
+
+    rumi: str
+    header: bytes
+    zarr: str
+    tifs: tuple[str, ...]
+    dates: tuple[dt.date, ...]
+    remote: bool
+
+
+@dataclass(frozen=True)
+class Queries:
+    """The deterministic pixel and chip positions of W3 and W4."""
+
+    pixels: tuple[np.ndarray, np.ndarray]
+    chips: tuple[tuple[int, int], ...]
+    chip_size: int
+
+    @classmethod
+    def make(cls, size: int, n_pixels: int, n_chips: int, chip_size: int,
+             seed: int = 7) -> Queries:
+        rng = np.random.default_rng(seed)
+        rows = rng.integers(0, size, n_pixels)
+        cols = rng.integers(0, size, n_pixels)
+        corners = rng.integers(0, size - chip_size + 1, (n_chips, 2))
+        return cls((rows, cols), tuple((int(r), int(c)) for r, c in corners), chip_size)
+
+
+# --- openers: each yields the band_data DataArray and closes what it opened --------
+
+Opener = Callable[[Location, int], Any]
+
+
+@contextmanager
+def open_rx_lazy(loc: Location, run: int) -> Iterator[xr.DataArray]:
+    yield xr.open_dataset(loc.rumi, engine="rumi").band_data
+
+
+@contextmanager
+def open_rx_grouped(loc: Location, run: int) -> Iterator[xr.DataArray]:
+    yield rx.open_dataset(loc.rumi, chunks={}).band_data
+
+
+@contextmanager
+def open_rx_grouped_auto(loc: Location, run: int) -> Iterator[xr.DataArray]:
+    # Still frame-aligned (a chunk is whole frames), but "auto" grows chunks
+    # along time and band first, then in y/x, up to dask's array.chunk-size.
+    yield rx.open_dataset(loc.rumi, chunks="auto").band_data
+
+
+@contextmanager
+def open_rx_ungrouped(loc: Location, run: int) -> Iterator[xr.DataArray]:
+    yield xr.open_dataset(loc.rumi, engine="rumi", chunks={}).band_data
+
+
+@contextmanager
+def open_zarr(loc: Location, run: int) -> Iterator[xr.DataArray]:
+    ds = xr.open_dataset(loc.zarr, engine="zarr", chunks={})
+    try:
+        yield ds.band_data
+    finally:
+        ds.close()
+
+
+@contextmanager
+def open_geotiff(loc: Location, run: int) -> Iterator[xr.DataArray]:
+    import rioxarray
+
+    suffix = f"?run={run}" if loc.remote else ""
+    # chunks=512: one chunk per 512 tile with all 4 (pixel-interleaved) bands,
+    # i.e. one TIFF block decode per chunk; lock=False: thread-local GDAL
+    # handles, so the two dask threads really read in parallel.
+    arrays = [rioxarray.open_rasterio(path + suffix, chunks=512, lock=False)
+              for path in loc.tifs]
+    try:
+        yield xr.concat(arrays, dim=pd.Index(np.array(loc.dates, dtype="datetime64[ns]"),
+                                             name="time"))
+    finally:
+        for a in arrays:
+            a.close()
+
+
+@contextmanager
+def open_naive(loc: Location, run: int) -> Iterator[xr.DataArray]:
+    """Yield the cube as a hand-written per-frame dask graph over ``rumi.read``.
+
+    This is what a user without rumi_xarray would write (and what the bar's
+    "naive per-chunk dask" number measured): one task and one native call per
+    512 x 512 plane frame.
+    """
+    meta = rumi.info(source=loc.rumi, header=loc.header)
+    t, b, ny, nx = (1, *meta.shape) if len(meta.shape) == 3 else meta.shape
+    tile = int(meta.tile[0])
+    chunks = ((1,) * t, (1,) * b, _split(ny, tile), _split(nx, tile))
+
+    def block(block_info: dict[Any, Any] | None = None) -> np.ndarray:
+        assert block_info is not None
+        (t0, t1), (b0, b1), (y0, y1), (x0, x1) = block_info[None]["array-location"]
+        return rumi.read(loc.rumi, loc.header, time=(t0, t1), bands=(b0, b1),
+                         window=(y0, x0, y1 - y0, x1 - x0), pattern=PATTERN)
+
+    data = da.map_blocks(block, chunks=chunks, dtype=np.dtype(meta.dtype.numpy_dtype),
+                         meta=np.empty((0, 0, 0, 0), dtype=meta.dtype.numpy_dtype))
+    yield xr.DataArray(data, dims=("time", "band", "y", "x"))
+
+
+def reset_caches() -> None:
+    """Empty rumi_xarray's process-wide decoded-tile cache before a run.
+
+    Each timed run stands for a user's first read of the data, as for every
+    other reader here (fresh GDAL handles, fsspec keeps no chunk cache).
+    Within a run the cache works as designed: W3/W4 queries that share tiles
+    decode them once, like GDAL's block cache does for the GeoTIFF reader.
+    """
+    rx.clear_cache()
+
+
+def _split(n: int, tile: int) -> tuple[int, ...]:
+    return tuple(min(tile, n - s) for s in range(0, n, tile))
+
+
+# --- workloads over an opened DataArray -----------------------------------------------
+
+
+def full(arr: xr.DataArray, q: Queries) -> np.ndarray:
+    return np.asarray(arr.values)
+
+
+def time_mean(arr: xr.DataArray, q: Queries) -> np.ndarray:
+    return np.asarray(arr.mean("time").values)
+
+
+def pixel_series(arr: xr.DataArray, q: Queries) -> np.ndarray:
+    # One vectorized selection, the idiomatic xarray way to pull point series.
+    rows, cols = q.pixels
+    picked = arr.isel(y=xr.DataArray(rows, dims="p"), x=xr.DataArray(cols, dims="p"))
+    return np.asarray(picked.transpose("p", "time", "band").values)
+
+
+def chips(arr: xr.DataArray, q: Queries) -> np.ndarray:
+    # One read per chip, as an ML data loader iterates samples.
+    s = q.chip_size
+    return np.stack([np.asarray(arr.isel(y=slice(r, r + s), x=slice(c, c + s)).values)
+                     for r, c in q.chips])
+
+
+WORKLOADS: dict[str, Callable[[xr.DataArray, Queries], np.ndarray]] = {
+    "full": full, "mean": time_mean, "pixels": pixel_series, "chips": chips,
+}
+
+
+# --- the engine itself (no xarray, no dask) -------------------------------------------
+
+
+def engine_full(loc: Location, q: Queries) -> np.ndarray:
+    return rumi.read(loc.rumi, loc.header, pattern=PATTERN)
+
+
+def engine_mean(loc: Location, q: Queries) -> np.ndarray:
+    return engine_full(loc, q).mean(axis=0)
+
+
+def engine_pixels(loc: Location, q: Queries) -> np.ndarray:
+    # Point by point, as the engine's API offers it: each call decodes every
+    # frame holding the pixel (T x B plane frames).
+    rows, cols = q.pixels
+    return np.stack([rumi.read(loc.rumi, loc.header, window=(int(r), int(c), 1, 1),
+                               pattern=PATTERN)[:, :, 0, 0] for r, c in zip(rows, cols,
+                                                                            strict=True)])
+
+
+def engine_chips(loc: Location, q: Queries) -> np.ndarray:
+    s = q.chip_size
+    return np.stack([rumi.read(loc.rumi, loc.header, window=(r, c, s, s), pattern=PATTERN)
+                     for r, c in q.chips])
+
+
+ENGINE: dict[str, Callable[[Location, Queries], np.ndarray]] = {
+    "full": engine_full, "mean": engine_mean, "pixels": engine_pixels, "chips": engine_chips,
+}
+
+
+@dataclass(frozen=True)
+class Reader:
+    """One contestant: a label and how it opens the cube."""
+
+    key: str
+    label: str
+    opener: Opener | None  # None: the engine itself
+    workloads: Sequence[str]
+    default: bool = True  # False: only run when named in --readers
+
+
+ALL = ("full", "mean", "pixels", "chips")
+READERS = (
+    Reader("engine", "rumi.read (engine)", None, ALL),
+    Reader("rx-lazy", "rumi_xarray lazy", open_rx_lazy, ALL),
+    Reader("rx-grouped", "rumi_xarray dask grouped", open_rx_grouped, ALL),
+    Reader("rx-ungrouped", "rumi_xarray dask ungrouped", open_rx_ungrouped, ALL),
+    Reader("rx-grouped-auto", "rumi_xarray dask grouped, chunks=auto", open_rx_grouped_auto,
+           ALL),
+    Reader("naive", "naive dask over rumi.read", open_naive, ("full", "mean")),
+    Reader("zarr", "Zarr v3 (xarray+dask)", open_zarr, ALL),
+    Reader("geotiff", "GeoTIFF (rioxarray)", open_geotiff, ALL),
+)
+
+
+def task(reader: Reader, workload: str, loc: Location, q: Queries) -> Callable[[int], np.ndarray]:
+    """Return the timed callable for one reader and workload; its argument is the run."""
+    if reader.opener is None:
+        fn = ENGINE[workload]
+        return lambda run: fn(loc, q)
+    opener, work = reader.opener, WORKLOADS[workload]
+
+    def run_once(run: int) -> np.ndarray:
+        with opener(loc, run) as arr:
+            return work(arr, q)
+
+    return run_once

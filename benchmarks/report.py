@@ -15,7 +15,7 @@ WHERE = ("local", "http")
 WORKLOADS = ("full", "mean", "pixels", "chips")
 TITLES = {"full": "W1 full load", "mean": "W2 time mean", "pixels": "W3 pixel series",
           "chips": "W4 chips"}
-RX = ("rx-lazy", "rx-grouped", "rx-ungrouped", "rx-grouped-tb")
+RX = ("rx-lazy", "rx-grouped", "rx-ungrouped", "rx-grouped-auto")
 PEERS = ("zarr", "geotiff")
 #: W1 grouped dask must reach this fraction of the engine's throughput.
 ENGINE_BAR = 0.9

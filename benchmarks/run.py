@@ -75,8 +75,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="Rumi codec: a geozl recipe, or 'auto' to profile and pick")
     p.add_argument("--workloads", default="full,mean,pixels,chips")
     p.add_argument("--readers", default="",
-                   help="comma-separated reader keys (default: all but the opt-in "
-                        "rx-grouped-tb)")
+                   help="comma-separated reader keys (default: all)")
     p.add_argument("--no-http", action="store_true", help="skip W5 (HTTP)")
     p.add_argument("--no-local", action="store_true", help="only W5 (HTTP)")
     return p.parse_args(argv)

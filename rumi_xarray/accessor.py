@@ -9,7 +9,7 @@ import xarray as xr
 
 from rumi_xarray import dataset, engine, lazy, reads, whole
 from rumi_xarray.array import RumiBackendArray, selection
-from rumi_xarray.graph import GroupedArray, GroupedReadLayer, parallelism
+from rumi_xarray.graph import GroupedArray, GroupedReadLayer
 
 
 @dataclass(frozen=True)
@@ -95,11 +95,8 @@ def explain(obj: xr.Dataset | xr.DataArray) -> Explanation:
         if isinstance(data, GroupedArray) and not whole.distributed_default():
             # computing the array itself decodes slabs into the result
             for layer in _find_layers(data):
-                bounds = whole.slab_bounds(layer.array, layer.chunks, layer.budget,
-                                           parallelism())
-                axis = whole.slab_axis(layer.array)
-                planned.append((layer.array, [whole.slab_call(layer.array, axis, a, b)
-                                              for a, b in bounds]))
+                planned.append((layer.array, [whole.slab_call(layer.array, a, b)
+                                              for a, b in whole.slab_bounds(layer.array)]))
         elif hasattr(data, "__dask_graph__"):
             for layer in _find_layers(data):
                 planned.append((layer.array, list(layer.plan().calls)))

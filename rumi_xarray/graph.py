@@ -178,13 +178,11 @@ class GroupedReadLayer(Layer):
 
     def _whole_tasks(self) -> dict[Any, Task]:
         """Slab tasks decoding into one buffer, and chunk tasks that are views of it."""
-        bounds = whole.slab_bounds(self.array, self.chunks, self.budget, parallelism())
-        axis = whole.slab_axis(self.array)
+        bounds = whole.slab_bounds(self.array)
         token = f"{self.name}-whole-{tokenize(bounds)}"
         tasks: dict[Any, Task] = {}
         for i, (start, stop) in enumerate(bounds):
-            tasks[(token, i)] = Task((token, i), whole.fill_slab, self.array, token, axis,
-                                     start, stop)
+            tasks[(token, i)] = Task((token, i), whole.fill_slab, self.array, token, start, stop)
         slab_starts = np.array([b[0] for b in bounds])
         drop = self.squeezed_axes()
         buffer_axis = {"time": 0, "band": 1, "y": 2, "x": 3}
@@ -193,12 +191,11 @@ class GroupedReadLayer(Layer):
             for dim, i, starts, sizes in zip(self.array.dims, block, self._starts, self.chunks,
                                              strict=True):
                 index[buffer_axis[dim]] = slice(int(starts[i]), int(starts[i]) + sizes[i])
-            along = index[axis]
-            first = along.start if isinstance(along, slice) and along.start is not None else 0
+            first = index[0].start or 0
             slab = int(np.searchsorted(slab_starts, first, side="right")) - 1
-            offset = bounds[slab][0]
-            if isinstance(along, slice) and along.start is not None:
-                index[axis] = slice(along.start - offset, along.stop - offset)
+            if index[0].start is not None:
+                offset = bounds[slab][0]
+                index[0] = slice(index[0].start - offset, index[0].stop - offset)
             key = (self.name, *block)
             tasks[key] = Task(key, whole.block_of, TaskRef((token, slab)), tuple(index), drop)
         return tasks

@@ -125,10 +125,11 @@ def align_chunks(chunks: Any, shape: tuple[int, ...], dims: tuple[str, ...],
 
     ``{}`` (or a dimension left out) gives one frame per chunk. ``"auto"``
     (and ``-1``/``None`` inside a dict for "whole") give frame multiples:
-    ``"auto"`` grows a chunk along ``time`` and ``band`` first, then square
-    along ``y``/``x``, up to dask's ``array.chunk-size``, because Earth
-    observation work (pixel series, chips over all dates, time reductions)
-    reads along time far more often than across a whole image. Explicit
+    ``"auto"`` grows a chunk along ``time`` and ``band`` first, up to dask's
+    ``array.chunk-size``, then square along ``y``/``x`` up to a quarter of
+    it, because Earth observation work (pixel series, chips over all dates,
+    time reductions) reads along time far more often than across a whole
+    image, and a chip should not pull in a 100 MB chunk. Explicit
     sizes are kept but warn when they split frames (reads then decode the
     split frames once per chunk).
 
@@ -195,6 +196,7 @@ def _auto(request: tuple[Any, ...], shape: tuple[int, ...], dims: tuple[str, ...
             fit = max(1, limit // max(1, nbytes() // size[i]))
             size[i] = min(shape[i], max(frame[i], fit // frame[i] * frame[i]))
     spatial = [dims.index(d) for d in ("y", "x") if d in dims and auto[dims.index(d)]]
+    limit //= 4
     while spatial:
         grown = False
         for i in spatial:

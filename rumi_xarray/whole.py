@@ -4,9 +4,9 @@ When a Rumi-backed dask array is computed *itself* (``.values``, ``.load()``)
 rather than feeding a reduction, dask would read the chunks and then copy
 them all into a new array (``concatenate3``): for a full load that copy
 costs as much as a third of the read. Here the reads are planned as slabs of
-the result (ranges of time steps, bands or rows, which are contiguous in
-``(time, band, y, x)``), librumi decodes each slab straight into one shared
-result buffer, every chunk is a view of it, and the finalize step returns the
+the result (ranges of time steps, contiguous in ``(time, band, y, x)``;
+today one slab, see :func:`slab_bounds`), librumi decodes each slab straight
+into one shared result buffer, every chunk is a view of it, and the finalize step returns the
 buffer after checking, pointer by pointer, that every chunk really is its
 view in place. Anything else (a scheduler in other processes, a chunk that
 came back as a copy) falls back to dask's concatenation: the result is the
@@ -15,7 +15,6 @@ same, only slower.
 
 from __future__ import annotations
 
-import itertools
 import math
 import threading
 import weakref
@@ -52,63 +51,36 @@ def full_shape(array: RumiBackendArray) -> tuple[int, int, int, int]:
     return (t if array.has_time else 1, 1 if array.band is not None else b, y, x)
 
 
-def slab_axis(array: RumiBackendArray) -> int:
-    """Return the buffer axis slabs split: time, else band, else rows."""
-    t, b, _, _ = full_shape(array)
-    return 0 if t > 1 else 1 if b > 1 else 2
+def slab_bounds(array: RumiBackendArray) -> list[tuple[int, int]]:
+    """Return the slabs of a whole load: one, the whole result.
 
-
-def slab_bounds(array: RumiBackendArray, chunks: tuple[tuple[int, ...], ...],
-                budget: int, threads: int) -> list[tuple[int, int]]:
-    """Split the slab axis at chunk boundaries into balanced slabs.
-
-    Boundaries are chunk boundaries (so every chunk lies in one slab) and,
-    for cubes of several scenes, scene boundaries (so one ``read_many`` reads
-    whole scenes). There are at least as many slabs as threads when the axis
-    allows, and each stays near ``budget`` decoded bytes.
+    One native call for everything, as ``rumi.read`` of the file does: librumi
+    parallelizes decoding inside the call, and splitting the result into time
+    slabs would make a remote plane-layout file (frames ordered by cell, then
+    time) fetch interleaved ranges that its transport coalesces into the whole
+    file once per slab.
 
     Parameters
     ----------
     array : RumiBackendArray
-    chunks : tuple of tuple of int
-        Chunks over ``array.dims``.
-    budget : int
-    threads : int
 
     Returns
     -------
     list of (start, stop)
+        Ranges of the result's time axis.
     """
-    shape = full_shape(array)
-    axis = slab_axis(array)
-    dims = array.dims
-    name = ("time", "band", "y")[axis]
-    sizes = chunks[dims.index(name)] if name in dims else (shape[axis],)
-    edges = np.concatenate([[0], np.cumsum(sizes)]).astype(int).tolist()
-    if axis == 0 and len(array.cube.scenes) > 1:
-        per_scene = array.cube.grid.time_count
-        edges = [e for e in edges if e % per_scene == 0]
-    total = math.prod(shape) * array.dtype.itemsize
-    wanted = max(math.ceil(total / max(budget, 1)), threads)
-    wanted = min(len(edges) - 1, threads * math.ceil(wanted / threads))
-    # Pick the boundary nearest each ideal cut.
-    length = shape[axis]
-    cuts = sorted({min(edges, key=lambda e, i=i: abs(e - i * length / wanted))
-                   for i in range(1, wanted)} - {0, length})
-    bounds = [0, *cuts, length]
-    return list(itertools.pairwise(bounds))
+    return [(0, full_shape(array)[0])]
 
 
-def slab_call(array: RumiBackendArray, axis: int, start: int, stop: int) -> reads.Call:
-    """Return the one native call that decodes a slab.
+def slab_call(array: RumiBackendArray, start: int, stop: int) -> reads.Call:
+    """Return the one native call that decodes a slab of time steps.
 
     Parameters
     ----------
     array : RumiBackendArray
-    axis : int
-        0 time, 1 band, 2 rows of the ``(time, band, y, x)`` buffer.
     start, stop : int
-        The slab's range along ``axis``.
+        The slab's range of the result's time axis (whole scenes for cubes
+        of several scenes).
 
     Returns
     -------
@@ -117,22 +89,16 @@ def slab_call(array: RumiBackendArray, axis: int, start: int, stop: int) -> read
     cube = array.cube
     grid = cube.grid
     bands = (array.band,) if array.band is not None else tuple(range(grid.bands))
-    if axis == 0:
-        segments = cube.segments(np.arange(start, stop, dtype=np.int64))
-        scenes = tuple(s for s, _, _ in segments)
-        return reads.Call(scenes=scenes, rows=(0,) * len(scenes), cols=(0,) * len(scenes),
-                          times=tuple(segments[0][1]),  # equal for every scene of a slab
-                          bands=bands, height=grid.height, width=grid.width)
-    scene, local, _ = cube.segments(np.arange(full_shape(array)[0], dtype=np.int64))[0]
-    if axis == 1:
-        return reads.Call(scenes=(scene,), rows=(0,), cols=(0,), times=tuple(local),
-                          bands=bands[start:stop], height=grid.height, width=grid.width)
-    return reads.Call(scenes=(scene,), rows=(start,), cols=(0,), times=tuple(local),
-                      bands=bands, height=stop - start, width=grid.width)
+    if not array.has_time:
+        start, stop = 0, cube.shape[0]
+    segments = cube.segments(np.arange(start, stop, dtype=np.int64))
+    scenes = tuple(s for s, _, _ in segments)
+    return reads.Call(scenes=scenes, rows=(0,) * len(scenes), cols=(0,) * len(scenes),
+                      times=tuple(segments[0][1]),  # equal for every scene of a cube
+                      bands=bands, height=grid.height, width=grid.width)
 
 
-def fill_slab(array: RumiBackendArray, token: str, axis: int, start: int, stop: int
-              ) -> np.ndarray:
+def fill_slab(array: RumiBackendArray, token: str, start: int, stop: int) -> np.ndarray:
     """Decode one slab into this process's result buffer; return the slab view.
 
     Parameters
@@ -140,7 +106,7 @@ def fill_slab(array: RumiBackendArray, token: str, axis: int, start: int, stop: 
     array : RumiBackendArray
     token : str
         Identifies the result buffer of this compute.
-    axis, start, stop : int
+    start, stop : int
         The slab, as for :func:`slab_call`.
 
     Returns
@@ -149,10 +115,8 @@ def fill_slab(array: RumiBackendArray, token: str, axis: int, start: int, stop: 
         The 4-D slab, a view of the shared buffer.
     """
     out = buffer(token, full_shape(array), array.cube.grid.dtype)
-    index: list[slice] = [slice(None)] * 4
-    index[axis] = slice(start, stop)
-    slab = out[tuple(index)]
-    call = slab_call(array, axis, start, stop)
+    slab = out[start:stop]
+    call = slab_call(array, start, stop)
     dst = slab.reshape(len(call.scenes), len(call.times), len(call.bands), call.height,
                        call.width)
     reads.execute(array.cube, call, out=dst)

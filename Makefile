@@ -23,6 +23,7 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/open_speed.py
 	$(PY) benchmarks/run.py
+	$(PY) benchmarks/verify_cost.py
 
 fuzz: $(STAMP)
 	RUMI_FUZZ_EXAMPLES=2000 $(PY) -m pytest -q tests/test_hostile_input.py

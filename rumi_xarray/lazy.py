@@ -63,6 +63,15 @@ def _cacheable(cube: Cube, sel: Selection, n_cells: int) -> bool:
     return capacity > 0 and need <= capacity // 4
 
 
+def _route(cube: Cube, sel: Selection) -> tuple[dict, dict, reads.Plan | None]:
+    """Return the tile cells a selection touches and, if too big to cache, its direct plan."""
+    g = cube.grid
+    rows, cols = _by_cell(sel.ys, g.tile_height), _by_cell(sel.xs, g.tile_width)
+    if _cacheable(cube, sel, len(rows) * len(cols)):
+        return rows, cols, None
+    return rows, cols, reads.plan(cube, [sel.bounding()], budget=2**62)
+
+
 def read(cube: Cube, sel: Selection) -> np.ndarray:
     """Read a selection.
 
@@ -77,12 +86,11 @@ def read(cube: Cube, sel: Selection) -> np.ndarray:
         ``(times, bands, ys, xs)`` in the selection's (sorted) order.
     """
     g = cube.grid
-    rows, cols = _by_cell(sel.ys, g.tile_height), _by_cell(sel.xs, g.tile_width)
-    if not _cacheable(cube, sel, len(rows) * len(cols)):
+    rows, cols, direct = _route(cube, sel)
+    if direct is not None:
         request = sel.bounding()
-        p = reads.plan(cube, [request], budget=2**62)
-        block = reads.assemble(request, p.parts[0], [reads.execute(cube, c) for c in p.calls],
-                               g.dtype)
+        block = reads.assemble(request, direct.parts[0],
+                               [reads.execute(cube, c) for c in direct.calls], g.dtype)
         return block[:, :, _index(sel.ys - request.row)][..., _index(sel.xs - request.col)]
     places, have, missing = _lookup(cube, sel, rows, cols)
     for call, items in _cell_calls(cube, missing):
@@ -111,10 +119,9 @@ def calls(cube: Cube, sel: Selection) -> list[reads.Call]:
     -------
     list of reads.Call
     """
-    g = cube.grid
-    rows, cols = _by_cell(sel.ys, g.tile_height), _by_cell(sel.xs, g.tile_width)
-    if not _cacheable(cube, sel, len(rows) * len(cols)):
-        return list(reads.plan(cube, [sel.bounding()], budget=2**62).calls)
+    rows, cols, direct = _route(cube, sel)
+    if direct is not None:
+        return list(direct.calls)
     _, _, missing = _lookup(cube, sel, rows, cols, count=False)
     return [call for call, _ in _cell_calls(cube, missing)]
 

@@ -58,10 +58,6 @@ class Cube:
             return self.scenes[0].describe()
         return f"{len(self.scenes)} scenes ({self.scenes[0].describe()}, ...)"
 
-    def time_frame(self) -> int:
-        """Return the time steps per frame-aligned chunk."""
-        return self.grid.time_frame
-
     def segments(self, times: np.ndarray) -> list[tuple[int, list[int], list[int]]]:
         """Split cube time steps by scene.
 

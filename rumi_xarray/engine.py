@@ -1,7 +1,9 @@
 """The one place that talks to librumi.
 
 Everything else in the package describes *what* to read (scenes, windows,
-time and band lists); this module turns that into ``rumi`` calls, adds the
+time and band lists); this module turns that into librumi calls (``rumi``'s
+Python API for metadata, its C API through :mod:`rumi_xarray._capi` for
+reads into our buffers and byte plans), adds the
 context librumi's messages lack (which file, which selection, which catalog
 row), keeps process-wide settings sane and counts what was read.
 """

@@ -215,8 +215,3 @@ def _auto(request: tuple[Any, ...], shape: tuple[int, ...], dims: tuple[str, ...
 def chunk_starts(chunks: tuple[int, ...]) -> np.ndarray:
     """Return the offset of every block along one dimension."""
     return np.concatenate([[0], np.cumsum(chunks)[:-1]]).astype(np.int64)
-
-
-def tiles_across(grid: Grid) -> tuple[int, int]:
-    """Return ``(tiles_down, tiles_across)``."""
-    return math.ceil(grid.height / grid.tile_height), math.ceil(grid.width / grid.tile_width)

@@ -28,6 +28,7 @@ from dask.core import flatten
 
 from rumi_xarray import reads
 from rumi_xarray.array import RumiBackendArray
+from rumi_xarray.grid import chunk_starts
 
 # Process-local result buffers by plan token: every slab task of one compute
 # in this process writes into the same buffer; it lives as long as a view.
@@ -155,7 +156,7 @@ def finalize(results: Any, chunks: tuple[tuple[int, ...], ...]) -> np.ndarray:
 def _all_in_place(blocks: list[np.ndarray], whole: np.ndarray,
                   chunks: tuple[tuple[int, ...], ...]) -> bool:
     base = whole.__array_interface__["data"][0]
-    starts = [np.concatenate([[0], np.cumsum(c)[:-1]]).astype(int) for c in chunks]
+    starts = [chunk_starts(c) for c in chunks]
     positions = np.ndindex(*(len(c) for c in chunks))
     for block, index in zip(blocks, positions, strict=True):
         if not isinstance(block, np.ndarray) or (

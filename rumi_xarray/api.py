@@ -67,11 +67,10 @@ def chunk(ds: xr.Dataset, chunks: Any = None, *, group_bytes: int | None = None)
     """
     out = ds.copy()
     for name, var in ds.data_vars.items():
-        found = dataset.backend_arrays(var)
-        if not found:
+        if not dataset.backend_arrays(var):
             continue
-        backend_array = found[0]
-        if backend_array.shape != var.shape:
+        backend_array = dataset.unindexed(var.variable._data)
+        if backend_array is None:
             raise ValueError(
                 f"{name!r} was indexed lazily before chunking; call rx.chunk (or open "
                 f"with chunks=) first and select afterwards")

@@ -11,23 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from xarray.core import indexing
 from xarray.namedarray.daskmanager import DaskManager
 
-from rumi_xarray import graph
-from rumi_xarray.array import RumiBackendArray
-
-
-def _unwrap(data: Any) -> RumiBackendArray | None:
-    """Return the Rumi array under xarray's lazy wrappers, if unindexed."""
-    inner = data
-    while inner is not None and not isinstance(inner, RumiBackendArray):
-        if isinstance(inner, indexing.LazilyIndexedArray):
-            full = all(isinstance(k, slice) and k == slice(None) for k in inner.key.tuple)
-            if not full or inner.shape != inner.array.shape:
-                return None
-        inner = getattr(inner, "array", None)
-    return inner
+from rumi_xarray import dataset, graph
 
 
 class RumiChunkManager(DaskManager):
@@ -43,7 +29,7 @@ class RumiChunkManager(DaskManager):
 
     def from_array(self, data: Any, chunks: Any, **kwargs: Any) -> Any:
         """Return a grouped-read dask array for Rumi data, dask's otherwise."""
-        backend_array = _unwrap(data)
+        backend_array = dataset.unindexed(data)
         if backend_array is None:
             return super().from_array(data, chunks, **kwargs)
         return graph.grouped_array(backend_array, _as_tuple(chunks, backend_array.shape),

@@ -123,3 +123,27 @@ def backend_arrays(obj: xr.Dataset | xr.DataArray) -> list[RumiBackendArray]:
         if inner is not None:
             found.append(inner)
     return found
+
+
+def unindexed(data: Any) -> RumiBackendArray | None:
+    """Return the Rumi array under xarray's lazy wrappers, unless it was indexed.
+
+    Parameters
+    ----------
+    data : object
+        A variable's ``_data`` (or xarray's adapter around it).
+
+    Returns
+    -------
+    RumiBackendArray or None
+        ``None`` when ``data`` is not Rumi-backed or a lazy selection (even
+        one that keeps the shape, like a reversed slice) sits on top of it.
+    """
+    inner = data
+    while inner is not None and not isinstance(inner, RumiBackendArray):
+        if isinstance(inner, indexing.LazilyIndexedArray):
+            full = all(isinstance(k, slice) and k == slice(None) for k in inner.key.tuple)
+            if not full or inner.shape != inner.array.shape:
+                return None
+        inner = getattr(inner, "array", None)
+    return inner

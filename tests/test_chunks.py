@@ -99,3 +99,12 @@ def test_band_as_variable_chunks(corpus):
     for i, name in enumerate(ds.data_vars):
         assert ds[name].data.chunks[0] == (1, 1, 1)
         np.testing.assert_array_equal(ds[name].values, data[:, i])
+
+
+def test_chunking_after_a_lazy_selection_is_refused_not_wrong(corpus):
+    path, _, data, _ = corpus["plane_tb_u16"]
+    ds = xr.open_dataset(path, engine="rumi").isel(x=slice(None, None, -1))  # same shape
+    with pytest.raises(ValueError, match="indexed lazily"):
+        rx.chunk(ds, {})
+    via_xarray = ds.chunk({}, chunked_array_type="rumi")  # falls back to dask's from_array
+    np.testing.assert_array_equal(via_xarray.band_data.values, data[..., ::-1])

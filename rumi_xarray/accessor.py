@@ -93,10 +93,9 @@ def explain(obj: xr.Dataset | xr.DataArray) -> Explanation:
         data = var.variable._data
         planned: list[tuple[RumiBackendArray, list[reads.Call]]] = []
         if isinstance(data, GroupedArray) and not whole.distributed_default():
-            # computing the array itself decodes slabs into the result
+            # computing the array itself decodes the whole result in one call
             for layer in _find_layers(data):
-                planned.append((layer.array, [whole.slab_call(layer.array, a, b)
-                                              for a, b in whole.slab_bounds(layer.array)]))
+                planned.append((layer.array, [whole.whole_call(layer.array)]))
         elif hasattr(data, "__dask_graph__"):
             for layer in _find_layers(data):
                 planned.append((layer.array, list(layer.plan().calls)))

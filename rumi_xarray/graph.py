@@ -11,6 +11,7 @@ Opening a cube of a million frames therefore builds no task at all.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import math
@@ -170,20 +171,16 @@ class GroupedReadLayer(Layer):
         for block, request, parts in zip(blocks, requests, p.parts, strict=True):
             used = sorted({part.call for part in parts})
             local = {c: j for j, c in enumerate(used)}
-            relabelled = tuple(_relabel(part, local[part.call]) for part in parts)
+            relabelled = tuple(dataclasses.replace(part, call=local[part.call]) for part in parts)
             key = (self.name, *block)
             tasks[key] = Task(key, assemble_block, request, relabelled, dtype, drop,
                               *[TaskRef((group, c)) for c in used])
         return tasks
 
     def _whole_tasks(self) -> dict[Any, Task]:
-        """Slab tasks decoding into one buffer, and chunk tasks that are views of it."""
-        bounds = whole.slab_bounds(self.array)
-        token = f"{self.name}-whole-{tokenize(bounds)}"
-        tasks: dict[Any, Task] = {}
-        for i, (start, stop) in enumerate(bounds):
-            tasks[(token, i)] = Task((token, i), whole.fill_slab, self.array, token, start, stop)
-        slab_starts = np.array([b[0] for b in bounds])
+        """One task decoding the whole result, and chunk tasks that are views of it."""
+        fill = (f"{self.name}-whole",)
+        tasks: dict[Any, Task] = {fill: Task(fill, whole.fill, self.array)}
         drop = self.squeezed_axes()
         buffer_axis = {"time": 0, "band": 1, "y": 2, "x": 3}
         for block in self._blocks():
@@ -191,13 +188,8 @@ class GroupedReadLayer(Layer):
             for dim, i, starts, sizes in zip(self.array.dims, block, self._starts, self.chunks,
                                              strict=True):
                 index[buffer_axis[dim]] = slice(int(starts[i]), int(starts[i]) + sizes[i])
-            first = index[0].start or 0
-            slab = int(np.searchsorted(slab_starts, first, side="right")) - 1
-            if index[0].start is not None:
-                offset = bounds[slab][0]
-                index[0] = slice(index[0].start - offset, index[0].stop - offset)
             key = (self.name, *block)
-            tasks[key] = Task(key, whole.block_of, TaskRef((token, slab)), tuple(index), drop)
+            tasks[key] = Task(key, whole.block_of, TaskRef(fill), tuple(index), drop)
         return tasks
 
     def __getitem__(self, key: Any) -> Task:
@@ -291,11 +283,6 @@ def balanced_budget(total: int, budget: int, threads: int) -> int:
         return budget
     groups = threads * math.ceil(math.ceil(total / max(budget, 1)) / threads)
     return min(budget, max(1, math.ceil(total / groups)))
-
-
-def _relabel(part: reads.Part, call: int) -> reads.Part:
-    return reads.Part(call=call, item=part.item, t_out=part.t_out, t_src=part.t_src,
-                      b_out=part.b_out, b_src=part.b_src)
 
 
 def assemble_block(request: reads.Request, parts: tuple[reads.Part, ...], dtype: np.dtype,

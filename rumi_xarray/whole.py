@@ -3,21 +3,17 @@
 When a Rumi-backed dask array is computed *itself* (``.values``, ``.load()``)
 rather than feeding a reduction, dask would read the chunks and then copy
 them all into a new array (``concatenate3``): for a full load that copy
-costs as much as a third of the read. Here the reads are planned as slabs of
-the result (ranges of time steps, contiguous in ``(time, band, y, x)``;
-today one slab, see :func:`slab_bounds`), librumi decodes each slab straight
-into one shared result buffer, every chunk is a view of it, and the finalize step returns the
-buffer after checking, pointer by pointer, that every chunk really is its
-view in place. Anything else (a scheduler in other processes, a chunk that
-came back as a copy) falls back to dask's concatenation: the result is the
-same, only slower.
+costs as much as a third of the read. Here one native call decodes the whole
+result into one buffer (:func:`whole_call`), every chunk is a view of it,
+and the finalize step returns the buffer after checking, pointer by pointer,
+that every chunk really is its view in place. Anything else (a scheduler in
+other processes, a chunk that came back as a copy) falls back to dask's
+concatenation: the result is the same, only slower.
 """
 
 from __future__ import annotations
 
 import math
-import threading
-import weakref
 from collections.abc import Iterable
 from typing import Any
 
@@ -30,21 +26,6 @@ from rumi_xarray import reads
 from rumi_xarray.array import RumiBackendArray
 from rumi_xarray.grid import chunk_starts
 
-# Process-local result buffers by plan token: every slab task of one compute
-# in this process writes into the same buffer; it lives as long as a view.
-_BUFFERS: weakref.WeakValueDictionary[str, np.ndarray] = weakref.WeakValueDictionary()
-_LOCK = threading.Lock()
-
-
-def buffer(token: str, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-    """Return this process's result buffer for ``token``, allocating it once."""
-    with _LOCK:
-        found = _BUFFERS.get(token)
-        if found is None or found.shape != shape:
-            found = np.empty(shape, dtype=dtype)
-            _BUFFERS[token] = found
-        return found
-
 
 def full_shape(array: RumiBackendArray) -> tuple[int, int, int, int]:
     """Return the result buffer's ``(time, band, y, x)`` shape."""
@@ -52,36 +33,18 @@ def full_shape(array: RumiBackendArray) -> tuple[int, int, int, int]:
     return (t if array.has_time else 1, 1 if array.band is not None else b, y, x)
 
 
-def slab_bounds(array: RumiBackendArray) -> list[tuple[int, int]]:
-    """Return the slabs of a whole load: one, the whole result.
+def whole_call(array: RumiBackendArray) -> reads.Call:
+    """Return the one native call that decodes the whole result.
 
-    One native call for everything, as ``rumi.read`` of the file does: librumi
-    parallelizes decoding inside the call, and splitting the result into time
-    slabs would make a remote plane-layout file (frames ordered by cell, then
-    time) fetch interleaved ranges that its transport coalesces into the whole
-    file once per slab.
-
-    Parameters
-    ----------
-    array : RumiBackendArray
-
-    Returns
-    -------
-    list of (start, stop)
-        Ranges of the result's time axis.
-    """
-    return [(0, full_shape(array)[0])]
-
-
-def slab_call(array: RumiBackendArray, start: int, stop: int) -> reads.Call:
-    """Return the one native call that decodes a slab of time steps.
+    One call, as ``rumi.read`` of the file makes: librumi parallelizes
+    decoding inside it, whereas splitting the result into time slabs made a
+    remote plane-layout file (frames ordered by cell, then time) fetch
+    interleaved ranges that its transport coalesced into the whole file once
+    per slab.
 
     Parameters
     ----------
     array : RumiBackendArray
-    start, stop : int
-        The slab's range of the result's time axis (whole scenes for cubes
-        of several scenes).
 
     Returns
     -------
@@ -90,43 +53,34 @@ def slab_call(array: RumiBackendArray, start: int, stop: int) -> reads.Call:
     cube = array.cube
     grid = cube.grid
     bands = (array.band,) if array.band is not None else tuple(range(grid.bands))
-    if not array.has_time:
-        start, stop = 0, cube.shape[0]
-    segments = cube.segments(np.arange(start, stop, dtype=np.int64))
+    segments = cube.segments(np.arange(cube.shape[0], dtype=np.int64))
     scenes = tuple(s for s, _, _ in segments)
     return reads.Call(scenes=scenes, rows=(0,) * len(scenes), cols=(0,) * len(scenes),
                       times=tuple(segments[0][1]),  # equal for every scene of a cube
                       bands=bands, height=grid.height, width=grid.width)
 
 
-def fill_slab(array: RumiBackendArray, token: str, start: int, stop: int) -> np.ndarray:
-    """Decode one slab into this process's result buffer; return the slab view.
+def fill(array: RumiBackendArray) -> np.ndarray:
+    """Decode the whole result into a new ``(time, band, y, x)`` buffer (a dask task).
 
     Parameters
     ----------
     array : RumiBackendArray
-    token : str
-        Identifies the result buffer of this compute.
-    start, stop : int
-        The slab, as for :func:`slab_call`.
 
     Returns
     -------
     numpy.ndarray
-        The 4-D slab, a view of the shared buffer.
     """
-    out = buffer(token, full_shape(array), array.cube.grid.dtype)
-    slab = out[start:stop]
-    call = slab_call(array, start, stop)
-    dst = slab.reshape(len(call.scenes), len(call.times), len(call.bands), call.height,
-                       call.width)
-    reads.execute(array.cube, call, out=dst)
-    return slab
+    out = np.empty(full_shape(array), dtype=array.cube.grid.dtype)
+    call = whole_call(array)
+    reads.execute(array.cube, call, out=out.reshape(
+        len(call.scenes), len(call.times), len(call.bands), call.height, call.width))
+    return out
 
 
-def block_of(slab: np.ndarray, index: tuple[slice, ...], drop: tuple[int, ...]) -> np.ndarray:
-    """Return one chunk as a view of its slab (a dask task)."""
-    block = slab[index]
+def block_of(whole: np.ndarray, index: tuple[slice, ...], drop: tuple[int, ...]) -> np.ndarray:
+    """Return one chunk as a view of the result buffer (a dask task)."""
+    block = whole[index]
     return block.squeeze(axis=drop) if drop else block
 
 

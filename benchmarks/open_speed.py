@@ -13,14 +13,14 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-
-import rumi_xarray as rx
 from rumi_xarray.array import RumiBackendArray
 from rumi_xarray.cube import Cube
 from rumi_xarray.engine import Scene
 from rumi_xarray.graph import grouped_array
 from rumi_xarray.grid import Grid
 from rumi_xarray.writer import write_array
+
+import rumi_xarray as rx
 
 
 def best_of(n: int, fn) -> float:

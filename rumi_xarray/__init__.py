@@ -1,34 +1,103 @@
-"""xarray and dask backend for Rumi rasters."""
+"""xarray and dask backend for Rumi rasters.
 
-from rumi_xarray import (
-    accessor,  # noqa: F401  (registers the .rumi accessor)
-    graph,
+``import rumi_xarray`` is light: it registers the ``.rumi`` accessor and
+nothing else happens until a function is used (librumi, dask and pandas load
+then). It changes no process-wide setting: librumi's are applied at the first
+read, from :func:`set_options`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING, Any
+
+from rumi_xarray.backend import accessor as _accessor  # noqa: F401  (registers .rumi)
+from rumi_xarray.errors import (
+    RumiCatalogError,
+    RumiCatalogKeyError,
+    RumiError,
+    RumiFileChangedError,
+    RumiFileNotFoundError,
+    RumiFormatError,
+    RumiIOError,
+    RumiMemoryError,
+    RumiSelectionError,
+    RumiSettingsError,
+    RumiUnsupportedError,
+    RumiWriteError,
 )
-from rumi_xarray import catalog as catalog_module
-from rumi_xarray.api import chunk, open_dataset
-from rumi_xarray.backend import RumiBackendEntrypoint
-from rumi_xarray.cache import cache_info, clear_cache, set_cache_size
-from rumi_xarray.catalog import catalog, open_catalog, open_mfdataset
-from rumi_xarray.engine import enable_verification, stats
-from rumi_xarray.writer import to_rumi
+from rumi_xarray.options import get_options, set_options
 
-# Before anything decodes a frame: librumi pins the setting at first use.
-enable_verification(required=False)
+if TYPE_CHECKING:  # what __getattr__ imports on first use, for type checkers
+    from rumi_xarray.backend.accessor import Explanation, explain
+    from rumi_xarray.backend.cache import cache_info, clear_cache
+    from rumi_xarray.backend.entrypoint import RumiBackendEntrypoint
+    from rumi_xarray.backend.open import open_dataset
+    from rumi_xarray.catalogs.cube import open_catalog, open_mfdataset
+    from rumi_xarray.catalogs.table import catalog
+    from rumi_xarray.native.stats import stats
+    from rumi_xarray.write.to_rumi import to_rumi, write_array
+
+#: Public name -> module defining it, imported on first use.
+_LAZY = {
+    "open_dataset": "rumi_xarray.backend.open",
+    "open_catalog": "rumi_xarray.catalogs.cube",
+    "open_mfdataset": "rumi_xarray.catalogs.cube",
+    "catalog": "rumi_xarray.catalogs.table",
+    "to_rumi": "rumi_xarray.write.to_rumi",
+    "write_array": "rumi_xarray.write.to_rumi",
+    "stats": "rumi_xarray.native.stats",
+    "cache_info": "rumi_xarray.backend.cache",
+    "clear_cache": "rumi_xarray.backend.cache",
+    "explain": "rumi_xarray.backend.accessor",
+    "Explanation": "rumi_xarray.backend.accessor",
+    "RumiBackendEntrypoint": "rumi_xarray.backend.entrypoint",
+}
 
 __all__ = [
+    "Explanation",
     "RumiBackendEntrypoint",
+    "RumiCatalogError",
+    "RumiCatalogKeyError",
+    "RumiError",
+    "RumiFileChangedError",
+    "RumiFileNotFoundError",
+    "RumiFormatError",
+    "RumiIOError",
+    "RumiMemoryError",
+    "RumiSelectionError",
+    "RumiSettingsError",
+    "RumiUnsupportedError",
+    "RumiWriteError",
     "cache_info",
     "catalog",
-    "catalog_module",
-    "chunk",
     "clear_cache",
-    "enable_verification",
-    "graph",
+    "explain",
+    "get_options",
     "open_catalog",
     "open_dataset",
     "open_mfdataset",
-    "set_cache_size",
+    "set_options",
     "stats",
     "to_rumi",
+    "write_array",
 ]
-__version__ = "0.1.0"
+
+try:
+    __version__ = version("rumi-xarray")
+except PackageNotFoundError:  # running from a source tree that was not installed
+    __version__ = "0+unknown"
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'rumi_xarray' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -10,13 +10,20 @@ from tests.servers import S3_ENV_TO_UNSET, RangeHTTPServer, S3Server, write_samp
 
 BUCKET = "rumi-test"
 
+# The suite reads ground truth with plain rumi.read, which would pin librumi's
+# checksum verification to its default (off) before rumi_xarray's first read
+# applies rumi_xarray's default (on). Apply rumi_xarray's settings first.
+from rumi_xarray.native import process  # noqa: E402
+
+process.configure()
+
 
 @pytest.fixture(autouse=True)
 def empty_tile_cache() -> Iterator[None]:
     """Each test counts its own reads: nothing decoded by an earlier test is reused."""
-    from rumi_xarray import cache
+    from rumi_xarray.backend import cache
 
-    cache.CACHE.clear()
+    cache.clear_cache()
     yield
 
 

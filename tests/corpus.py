@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rumi_xarray.writer import write_array
+from rumi_xarray.write.to_rumi import write_array
 
 
 @dataclass(frozen=True)

@@ -865,7 +865,7 @@ def write_sample(path: str | os.PathLike[str], seed: int = 0) -> bytes:
     """
     import numpy as np
 
-    from rumi_xarray.writer import write_array
+    from rumi_xarray.write.to_rumi import write_array
 
     arr = np.random.default_rng(seed).integers(0, 3000, (3, 4, 300, 700)).astype(np.uint16)
     return write_array(path, arr, bands=["B1", "B2", "B3", "B4"],

@@ -10,7 +10,7 @@ import rumi
 import xarray as xr
 
 import rumi_xarray as rx
-from rumi_xarray.backend import RumiBackendEntrypoint
+from rumi_xarray.backend.entrypoint import RumiBackendEntrypoint
 
 
 def truth(path, header) -> np.ndarray:
@@ -18,10 +18,7 @@ def truth(path, header) -> np.ndarray:
 
 
 def as_tbyx(ds: xr.Dataset) -> np.ndarray:
-    values = ds.band_data.values
-    if "time" not in ds.band_data.dims:
-        values = values[np.newaxis]
-    return values
+    return ds.band_data.values
 
 
 def test_values_equal_rumi_read(case):
@@ -34,24 +31,25 @@ def test_values_equal_rumi_read(case):
     np.testing.assert_array_equal(got, data)
 
 
-def test_dims_depend_on_time_count(case):
+def test_time_is_always_a_dimension(case):
     path, _, data, c = case
     ds = xr.open_dataset(path, engine="rumi")
-    if c.t == 1:
-        assert ds.band_data.dims == ("band", "y", "x")
-        assert ds.time.ndim == 0
-    else:
-        assert ds.band_data.dims == ("time", "band", "y", "x")
-    assert ds.sizes["band"] == c.b and ds.sizes["y"] == c.h and ds.sizes["x"] == c.w
+    assert ds.band_data.dims == ("time", "band", "y", "x")
+    assert ds.time.dims == ("time",) and "time" in ds.indexes
+    assert dict(ds.sizes) == {**{"time": c.t, "band": c.b, "y": c.h, "x": c.w},
+                              **({"nv": 2} if c.time_kind == "interval" else {})}
+    first = ds.time.values[0]
+    np.testing.assert_array_equal(ds.band_data.sel(time=first).values, data[0])
 
 
-def test_band_coordinate_is_band_text(case):
+def test_band_coordinate_holds_short_names_and_texts(case):
     path, _, data, c = case
     ds = xr.open_dataset(path, engine="rumi")
-    assert list(ds.band.values) == c.bands()
-    name = c.bands()[-1]
-    np.testing.assert_array_equal(ds.band_data.sel(band=name).values,
-                                  data[:, -1] if c.t > 1 else data[0, -1])
+    # corpus texts are "B01, band 0": the short name is the first field
+    assert list(ds.band.values) == [t.split(",")[0] for t in c.bands()]
+    assert list(ds.band_text.values) == c.bands()
+    name = c.bands()[-1].split(",")[0]
+    np.testing.assert_array_equal(ds.band_data.sel(band=name).values, data[:, -1])
 
 
 def test_time_coordinate(case):
@@ -62,14 +60,14 @@ def test_time_coordinate(case):
         starts = np.array([np.datetime64(a, "ns") for a, _ in steps])
         ends = np.array([np.datetime64(b, "ns") for _, b in steps])
         assert ds.time.attrs["bounds"] == "time_bnds"
-        bnds = np.atleast_2d(ds.time_bnds.values)
+        bnds = ds.time_bnds.values
         np.testing.assert_array_equal(bnds[:, 0], starts)
         np.testing.assert_array_equal(bnds[:, 1], ends)
     else:
         starts = np.array([np.datetime64(s, "ns") for s in steps])
         assert "time_bnds" not in ds.variables
     assert ds.time.dtype == np.dtype("datetime64[ns]")
-    np.testing.assert_array_equal(np.atleast_1d(ds.time.values), starts)
+    np.testing.assert_array_equal(ds.time.values, starts)
 
 
 def test_decode_times_false_gives_cf_seconds(case):
@@ -77,9 +75,8 @@ def test_decode_times_false_gives_cf_seconds(case):
     ds = xr.open_dataset(path, engine="rumi", decode_times=False)
     assert ds.time.attrs["units"].startswith("seconds since 1970-01-01")
     decoded = xr.decode_cf(ds)
-    np.testing.assert_array_equal(
-        np.atleast_1d(decoded.time.values),
-        np.atleast_1d(xr.open_dataset(path, engine="rumi").time.values))
+    np.testing.assert_array_equal(decoded.time.values,
+                                  xr.open_dataset(path, engine="rumi").time.values)
 
 
 def test_spatial_coordinates(case):
@@ -127,28 +124,37 @@ def test_rioxarray_reads_crs_and_transform(case):
     assert got == pytest.approx((a, b, xoff, d, e, yoff))
 
 
-def test_preferred_chunks_are_frames(case):
+def test_preferred_chunks_are_read_groups_of_whole_frames(case):
     path, _, _, c = case
     ds = xr.open_dataset(path, engine="rumi")
     meta = rumi.info(source=str(path))
-    pref = ds.band_data.encoding["preferred_chunks"]
-    assert pref["y"] == meta.tile[0] and pref["x"] == meta.tile[1]
+    enc = ds.band_data.encoding
     walks = meta.index_order
-    if c.t > 1:
-        assert pref["time"] == (1 if "t" in walks else c.t)
-    assert pref["band"] == (1 if "b" in walks else c.b)
-    assert ds.band_data.encoding["rumi_header"] == meta.header
-    assert ds.band_data.attrs["rumi_frame_layout"] == meta.frame_layout
+    frame = {"time": 1 if "t" in walks else c.t, "band": 1 if "b" in walks else c.b,
+             "y": meta.tile[0], "x": meta.tile[1]}
+    assert enc["rumi_frame_shape"] == frame
+    group = enc["preferred_chunks"]
+    for dim, size in group.items():
+        # whole frames (edge tiles end at the image edge)
+        assert size % frame[dim] == 0 or size == ds.sizes[dim]
+    # the whole corpus file is far below one default group: one chunk per dimension
+    assert group == {"time": c.t, "band": c.b, "y": c.h, "x": c.w}
+    assert enc["rumi_header"] == meta.header
+    assert enc["rumi_frame_layout"] == meta.frame_layout
+    assert enc["rumi_tile_size"] == tuple(meta.tile)
+    # layout facts live in encoding and the accessor, never in attrs
+    assert not [k for k in ds.band_data.attrs if k.startswith("rumi")]
+    assert ds.rumi.frame_layout == meta.frame_layout and ds.rumi.tile == tuple(meta.tile)
+    assert ds.rumi.frame_shape == frame
 
 
 def test_band_as_variable(case):
     path, _, data, c = case
     ds = xr.open_dataset(path, engine="rumi", band_as_variable=True)
-    assert list(ds.data_vars) == c.bands()
-    for i, name in enumerate(c.bands()):
-        expected = data[:, i] if c.t > 1 else data[0, i]
-        np.testing.assert_array_equal(ds[name].values, expected)
-        assert ds[name].attrs["long_name"] == name
+    assert list(ds.data_vars) == [t.split(",")[0] for t in c.bands()]
+    for i, (name, text) in enumerate(zip(ds.data_vars, c.bands(), strict=True)):
+        np.testing.assert_array_equal(ds[name].values, data[:, i])
+        assert ds[name].attrs["long_name"] == text
 
 
 def test_rx_open_dataset_matches_engine(case):

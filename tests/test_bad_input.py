@@ -11,7 +11,8 @@ import xarray as xr
 from xarray.core import indexing
 
 import rumi_xarray as rx
-from rumi_xarray.backend import RumiBackendEntrypoint
+from rumi_xarray.backend.dataset import backend_arrays
+from rumi_xarray.backend.entrypoint import RumiBackendEntrypoint
 
 
 @pytest.fixture
@@ -37,9 +38,8 @@ def test_truncated_file(tmp_path, good, keep):
         xr.open_dataset(cut, engine="rumi")
     # With the header from a catalog, open succeeds; the read fails, naming file and window.
     ds = xr.open_dataset(path, engine="rumi")
-    backend = rx.dataset.backend_arrays(ds)[0]
-    from rumi_xarray.cube import Cube
-    from rumi_xarray.engine import Scene
+    backend = backend_arrays(ds)[0]
+    from rumi_xarray.model.cube import Cube, Scene
 
     broken = type(backend)(Cube.single(Scene(str(cut), header), backend.cube.grid), True)
     with pytest.raises((ValueError, OSError), match=r"cut\.rumi.*window"):
@@ -74,7 +74,7 @@ def test_unreachable_url_names_it_without_credentials():
 def test_out_of_range_selection_names_file(good):
     path, _, data, _ = good
     ds = xr.open_dataset(path, engine="rumi")
-    backend = rx.dataset.backend_arrays(ds)[0]
+    backend = backend_arrays(ds)[0]
     for key in [(0, 0, 0, data.shape[3]), (0, 0, np.array([0, data.shape[2]]), 0),
                 (data.shape[0], 0, 0, 0), (0, -data.shape[1] - 1, 0, 0)]:
         with pytest.raises(IndexError, match=re.escape(path.name)):

@@ -1,7 +1,8 @@
-"""Frame-aligned dask chunks on every path, and correct values through them."""
+"""Dask chunks on the path xarray users type: whole frames, read groups, one native call each."""
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -20,33 +21,43 @@ def frame_shape(path, dims):
     return tuple(frame[d] for d in dims)
 
 
-def assert_aligned(chunks, frame, exact):
+def assert_whole_frames(chunks, frame):
     for blocks, size in zip(chunks, frame, strict=True):
-        inner = blocks[:-1]
-        if exact:
-            assert all(b == size for b in inner), (blocks, size)
-            assert 0 < blocks[-1] <= size
-        else:
-            assert all(b % size == 0 for b in inner), (blocks, size)
+        assert all(b % size == 0 for b in blocks[:-1]), (blocks, size)
 
 
 OPENERS = {
     "xarray": lambda p, c: xr.open_dataset(p, engine="rumi", chunks=c),
-    "xarray-grouped": lambda p, c: xr.open_dataset(p, engine="rumi", chunks=c,
-                                                   chunked_array_type="rumi"),
     "rx": lambda p, c: rx.open_dataset(p, chunks=c),
 }
 
 
 @pytest.mark.parametrize("opener", OPENERS)
-def test_empty_chunks_are_one_frame(case, opener):
+def test_empty_chunks_are_read_groups_of_whole_frames(case, opener):
     path, header, data, c = case
     ds = OPENERS[opener](path, {})
     var = ds.band_data
-    assert_aligned(var.data.chunks, frame_shape(path, var.dims), exact=True)
+    # corpus files are far smaller than one default read group: one chunk
+    assert var.data.chunks == tuple((n,) for n in var.shape)
     expected = rumi.read(str(path), header, pattern="t b y x")
-    got = var.values if c.t > 1 else var.values[np.newaxis]
-    np.testing.assert_array_equal(got, expected)
+    np.testing.assert_array_equal(var.values, expected)
+
+
+@pytest.mark.parametrize("name", ["plane_tb_u16", "plane_bt_i16", "cell_hwbt_u16",
+                                  "tile512_edge", "cell_b1_i16"])
+def test_small_read_groups_stay_whole_frames_and_read_once_per_chunk(corpus, name):
+    path, header, data, c = corpus[name]
+    frame = frame_shape(path, ("time", "band", "y", "x"))
+    one_frame = math.prod(frame) * data.dtype.itemsize
+    with rx.set_options(group_bytes=one_frame):
+        var = xr.open_dataset(path, engine="rumi", chunks={}).band_data
+    assert_whole_frames(var.data.chunks, frame)
+    assert var.data.npartitions > 1
+    rx.stats(reset=True)
+    np.testing.assert_array_equal(var.values, data)
+    s = rx.stats()
+    assert s["calls"] == var.data.npartitions  # one native call per chunk, no more
+    assert s["bytes"] == data.nbytes  # every sample decoded once
 
 
 @pytest.mark.parametrize("opener", OPENERS)
@@ -56,32 +67,33 @@ def test_auto_chunks_are_frame_multiples(corpus, opener):
 
     with dask.config.set({"array.chunk-size": "200KiB"}):
         var = OPENERS[opener](path, "auto").band_data
-    assert_aligned(var.data.chunks, frame_shape(path, var.dims), exact=False)
-    assert max(var.data.chunks[2]) > 64 or max(var.data.chunks[0]) > 1
+    assert_whole_frames(var.data.chunks, frame_shape(path, var.dims))
+    assert var.data.npartitions > 1
     np.testing.assert_array_equal(var.values, data)
 
 
 def test_explicit_chunks_splitting_frames_warn_and_stay_correct(corpus):
     path, _, data, _ = corpus["plane_tb_u16"]
-    with pytest.warns(UserWarning, match="split frames"):
-        var = rx.open_dataset(path, chunks={"y": 50, "x": 70}).band_data
+    with pytest.warns(UserWarning, match="separate the stored chunks"):
+        var = xr.open_dataset(path, engine="rumi", chunks={"y": 50, "x": 70}).band_data
     assert var.data.chunks[2][0] == 50
     np.testing.assert_array_equal(var.values, data)
 
 
-def test_frame_multiples_do_not_warn(corpus):
+def test_read_group_multiples_do_not_warn(corpus):
     path, _, data, _ = corpus["plane_tb_u16"]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        var = rx.open_dataset(path, chunks={"y": 128, "x": 64, "time": 2}).band_data
+        var = xr.open_dataset(path, engine="rumi", chunks={"time": -1, "band": -1}).band_data
     np.testing.assert_array_equal(var.values, data)
 
 
 @pytest.mark.parametrize("name", ["plane_tb_u16", "cell_hwbt_u16", "tile512_edge",
                                   "plane_bt_i16"])
-def test_reductions_and_scattered_chunks(corpus, name):
+def test_reductions_and_scattered_selections(corpus, name):
     path, _, data, c = corpus[name]
-    var = rx.open_dataset(path, chunks={}).band_data
+    with rx.set_options(group_bytes=64 * 64 * 2 * 4):
+        var = xr.open_dataset(path, engine="rumi", chunks={}).band_data
     np.testing.assert_allclose(var.mean("time").values, data.mean(axis=0))
     np.testing.assert_array_equal(var.max(["y", "x"]).values, data.max(axis=(2, 3)))
     rows = [0, c.h - 1, c.h // 2]
@@ -95,16 +107,15 @@ def test_reductions_and_scattered_chunks(corpus, name):
 
 def test_band_as_variable_chunks(corpus):
     path, _, data, _ = corpus["plane_tb_u16"]
-    ds = rx.open_dataset(path, chunks={}, band_as_variable=True)
+    with rx.set_options(group_bytes=64 * 64 * 2):
+        ds = xr.open_dataset(path, engine="rumi", chunks={}, band_as_variable=True)
     for i, name in enumerate(ds.data_vars):
+        assert ds[name].dims == ("time", "y", "x")
         assert ds[name].data.chunks[0] == (1, 1, 1)
         np.testing.assert_array_equal(ds[name].values, data[:, i])
 
 
-def test_chunking_after_a_lazy_selection_is_refused_not_wrong(corpus):
+def test_chunking_after_a_lazy_selection_reads_the_selection(corpus):
     path, _, data, _ = corpus["plane_tb_u16"]
     ds = xr.open_dataset(path, engine="rumi").isel(x=slice(None, None, -1))  # same shape
-    with pytest.raises(ValueError, match="indexed lazily"):
-        rx.chunk(ds, {})
-    via_xarray = ds.chunk({}, chunked_array_type="rumi")  # falls back to dask's from_array
-    np.testing.assert_array_equal(via_xarray.band_data.values, data[..., ::-1])
+    np.testing.assert_array_equal(ds.chunk({}).band_data.values, data[..., ::-1])

@@ -17,9 +17,9 @@ import pytest
 import rumi
 import xarray as xr
 
-from rumi_xarray import synthetic
-from rumi_xarray.cli import main
-from rumi_xarray.writer import to_rumi
+from rumi_xarray.cli.main import main
+from rumi_xarray.demo import synthetic
+from rumi_xarray.write.to_rumi import to_rumi
 
 EPSG = 32633
 X0, Y0, RES = 500000.0, 6000000.0, 10.0
@@ -241,9 +241,7 @@ def test_convert_failures(capsys: pytest.CaptureFixture[str], tmp_path: Path) ->
 
 
 def test_catalog_writes_parquet(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    pytest.importorskip("rumi_xarray.catalog")
-    pd = pytest.importorskip("pandas")
-    pytest.importorskip("pyarrow")
+    import pandas as pd
     scene = synthetic.scene_series(2, 24)
     paths = []
     for i in range(2):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import rumi
+import xarray as xr
 
 import rumi_xarray as rx
 
@@ -29,15 +30,16 @@ def test_cluster_computes_what_numpy_computes(client, corpus):
     np.testing.assert_array_equal(var.values, rumi.read(str(path), header, pattern="t b y x"))
 
 
-def test_workers_use_grouped_reads_and_size_rumi_pool(client, corpus):
-    path, _, data, _ = corpus["cell_hwbt_u16"]
-    var = rx.open_dataset(path, chunks={}).band_data
-    client.run(rx.stats, reset=True)
+def test_workers_read_one_call_per_chunk_and_size_rumi_pool(client, corpus):
+    path, _, data, _ = corpus["plane_tb_u16"]
+    with rx.set_options(group_bytes=64 * 64 * 2 * 3):
+        var = xr.open_dataset(path, engine="rumi", chunks={}).band_data
+    client.run(rx.clear_cache)  # earlier tests' tiles would serve some chunks
+    rx.stats(reset=True, client=client)
     np.testing.assert_array_equal(var.values, data)
-    per_worker = client.run(rx.stats)
-    calls = sum(s["calls"] for s in per_worker.values())
-    chunks = var.data.npartitions
-    assert 0 < calls < chunks
+    total = rx.stats(client=client)
+    assert total["calls"] == var.data.npartitions > 1  # gathered from every worker
+    assert total["bytes"] == data.nbytes
     threads = client.run(lambda: rumi.get_num_threads())
     assert set(threads.values()) == {2}
 
@@ -63,7 +65,8 @@ def test_worker_killed_mid_compute_still_gives_right_answer(client, corpus):
     import time
 
     path, _, data, _ = corpus["plane_tb_u16"]
-    var = rx.open_dataset(path, chunks={}).band_data
+    with rx.set_options(group_bytes=64 * 64 * 2):  # 144 one-frame chunks, 50 ms each
+        var = xr.open_dataset(path, engine="rumi", chunks={}).band_data
     slow = var.copy(data=var.data.map_blocks(_slow_identity, dtype=var.dtype))
     future = client.compute(slow.sum(["y", "x"]))
     time.sleep(0.6)

@@ -15,8 +15,11 @@ import pytest
 import xarray as xr
 
 import rumi_xarray as rx
-from rumi_xarray import cache, engine
-from rumi_xarray.writer import write_array
+from rumi_xarray.backend import cache
+from rumi_xarray.model.cube import Scene
+from rumi_xarray.native import process, reads
+from rumi_xarray.sources.redact import redact_text
+from rumi_xarray.write.to_rumi import write_array
 
 HERE = Path(__file__).parent
 FLIPS = int(os.environ.get("RUMI_BITFLIP_TRIALS", "120"))
@@ -33,13 +36,32 @@ def small(tmp_path_factory):
 
 
 def test_checksums_are_on_by_default():
-    assert engine.verification()
+    assert process.verification()
+
+
+def test_import_changes_nothing_and_the_first_read_turns_checksums_on(small):
+    path, _, _ = small
+    program = f"""
+import sys, rumi
+import rumi_xarray, xarray as xr
+xr.backends.list_engines()
+assert not rumi.get_checksum_verification(), "import changed librumi's setting"
+assert rumi.get_num_threads() == 1, "import sized librumi's pool"
+xr.open_dataset({str(path)!r}, engine="rumi").band_data.values
+assert rumi.get_checksum_verification(), "the first read did not turn checksums on"
+print("ok")
+"""
+    env = {k: v for k, v in os.environ.items() if k not in ("RUMI_VERIFY", "RUMI_NUM_THREADS")}
+    out = subprocess.run([sys.executable, "-c", program], env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
 
 
 def test_every_single_bit_flip_raises_naming_the_file(small, tmp_path):
     path, header, data = small
     blob = path.read_bytes()
-    frames = engine.plan_ranges(engine.Scene(str(path), header), None, None, 0, 0, 128, 128)
+    frames = reads.plan_ranges(Scene(str(path), header), None, None, 0, 0, 128, 128)
     rng = random.Random(7)
     corrupt = tmp_path / "corrupt.rumi"
     for trial in range(FLIPS):
@@ -48,12 +70,12 @@ def test_every_single_bit_flip_raises_naming_the_file(small, tmp_path):
         damaged = bytearray(blob)
         damaged[position] ^= 1 << rng.randrange(8)
         corrupt.write_bytes(bytes(damaged))
-        cache.CACHE.clear()
+        cache.clear_cache()
         with pytest.raises((OSError, ValueError), match=r"corrupt\.rumi"):
             if trial % 2:  # the lazy path, with the header a catalog would give
                 var = xr.open_dataset(corrupt, engine="rumi", header=header).band_data
-            else:  # grouped dask reads
-                var = rx.open_dataset(corrupt, chunks={}).band_data
+            else:  # dask chunks (read groups)
+                var = xr.open_dataset(corrupt, engine="rumi", chunks={}).band_data
             got = var.values
             # Only reached if no error: then the values must be exact.
             np.testing.assert_array_equal(got, data)
@@ -64,11 +86,11 @@ def test_explicit_opt_out_is_respected_and_pinned_off_is_reported(small):
     path, _, _ = small
     program = f"""
 import rumi, rumi_xarray as rx, xarray as xr
-assert not rumi.get_checksum_verification()
 xr.open_dataset({str(path)!r}, engine="rumi").band_data.values
+assert not rumi.get_checksum_verification()
 try:
-    rx.enable_verification()
-except RuntimeError as exc:
+    rx.set_options(verify=True)
+except rx.RumiSettingsError as exc:
     assert "pinned off" in str(exc), exc
     print("reported")
 """
@@ -138,8 +160,7 @@ def test_no_fd_thread_or_memory_growth(small):
             with xr.open_dataset(path, engine="rumi") as ds:
                 assert ds.sizes["x"] == 128
 
-    cache.set_cache_size(0)
-    try:
+    with rx.set_options(cache_bytes=0):
         reads(500)  # warm up pools and lazy imports
         opens(50)
         fds, rss, threads = proc.num_fds(), proc.memory_info().rss, proc.num_threads()
@@ -148,13 +169,12 @@ def test_no_fd_thread_or_memory_growth(small):
         assert proc.num_fds() <= fds + 2
         assert proc.num_threads() <= threads
         assert proc.memory_info().rss - rss < 48 * 2**20
-    finally:
-        cache.set_cache_size(cache.default_bytes())
 
 
 def test_fork_safety_with_multiprocessing_scheduler(corpus):
     path, _, data, _ = corpus["plane_bt_i16"]
-    var = rx.open_dataset(path, chunks={}).band_data
+    with rx.set_options(group_bytes=64 * 64 * 2):
+        var = xr.open_dataset(path, engine="rumi", chunks={}).band_data
     np.testing.assert_array_equal(var.values, data)  # parent has used librumi
     got = var.mean("time").compute(scheduler="processes", num_workers=2)
     np.testing.assert_allclose(got.values, data.mean(axis=0))
@@ -168,9 +188,9 @@ def test_fork_safety_with_multiprocessing_scheduler(corpus):
 
 def test_credentials_never_appear(tmp_path):
     url = "https://bob:hunter2@127.0.0.1:9/data/scene.rumi?X-Amz-Signature=abc123&token=zzz"
-    scene = engine.Scene(url, b"header")
+    scene = Scene(url, b"header")
     for text in (repr(scene), scene.name, scene.describe(),
-                 rx.redact.redact_text(f"failed to fetch {url} (status 403)")):
+                 redact_text(f"failed to fetch {url} (status 403)")):
         assert "hunter2" not in text and "abc123" not in text and "zzz" not in text
         assert "bob" not in text
     assert "127.0.0.1:9/data/scene.rumi" in scene.name

@@ -1,0 +1,218 @@
+"""The ``.rumi`` accessor on Datasets and DataArrays, and ``explain()``.
+
+Importing this module only registers the accessor (it imports xarray and
+nothing heavy): everything it needs loads when it is used.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import xarray as xr
+
+from rumi_xarray.formatting import human_size
+
+__all__ = ["Explanation", "RumiDataArrayAccessor", "RumiDatasetAccessor", "explain"]
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """What reading an object would cost, planned by librumi without I/O.
+
+    Attributes
+    ----------
+    calls : int
+        Native read calls (one per chunk of a dask array, one per access of a
+        lazily indexed one, each one plan and one transport submission).
+    items : int
+        Windows across those calls.
+    frames : int
+        Frames the calls decode.
+    compressed_bytes : int
+        Bytes fetched from storage (sum of planned ranges).
+    decoded_bytes : int
+        Bytes the calls return.
+    ranges : int
+        Byte ranges planned (the transport coalesces neighbours into fewer
+        requests).
+    """
+
+    calls: int
+    items: int
+    frames: int
+    compressed_bytes: int
+    decoded_bytes: int
+    ranges: int
+
+    def __str__(self) -> str:
+        return (f"{self.calls} native read call(s), {self.items} window(s), {self.frames} "
+                f"frame(s): {human_size(self.compressed_bytes)} compressed in {self.ranges} "
+                f"range(s) -> {human_size(self.decoded_bytes)} decoded")
+
+
+def explain(obj: xr.Dataset | xr.DataArray) -> Explanation:
+    """Dry-run the reads computing ``obj`` would make (lazy or dask-backed).
+
+    For a lazily indexed variable: the read its current selection makes (the
+    tile cache as it is now). For a dask-backed one: every chunk read left
+    after dask culls and optimizes the graph exactly as ``compute`` does.
+
+    Parameters
+    ----------
+    obj : xarray.Dataset or xarray.DataArray
+
+    Returns
+    -------
+    Explanation
+    """
+    from rumi_xarray.native.reads import plan_ranges
+
+    planned = [(array, array.planned_calls(key)) for array, key in _reads(obj)]
+    calls = items = frames = compressed = decoded = nranges = 0
+    for array, array_calls in planned:
+        cube = array.cube
+        for call in array_calls:
+            calls += 1
+            items += len(call.scenes)
+            decoded += len(call.scenes) * call.samples_per_item * cube.grid.dtype.itemsize
+            for s, r, c in zip(call.scenes, call.rows, call.cols, strict=True):
+                ranges = plan_ranges(cube.scenes[s], call.times, call.bands, r, c,
+                                     call.height, call.width)
+                frames += len(ranges)
+                nranges += len(ranges)
+                compressed += sum(length for _, length in ranges)
+    return Explanation(calls=calls, items=items, frames=frames, compressed_bytes=compressed,
+                       decoded_bytes=decoded, ranges=nranges)
+
+
+def _reads(obj: xr.Dataset | xr.DataArray) -> list[tuple[Any, Any]]:
+    """Return ``(backend array, key)`` of every read computing ``obj`` makes.
+
+    A lazily indexed variable makes one (its composed selection); a dask-backed
+    one makes one per chunk read left in its optimized graph.
+    """
+    from rumi_xarray.backend.wrappers import find_backend
+
+    variables = list(obj.data_vars.values()) if isinstance(obj, xr.Dataset) else [obj]
+    found = []
+    for var in variables:
+        data = var.variable._data
+        if hasattr(data, "__dask_graph__"):
+            from rumi_xarray.dask.graphs import getter_calls
+
+            for source, key in getter_calls(data):
+                located = find_backend(_index_lazily(source, key))
+                if located is not None:
+                    found.append(located)
+        else:
+            located = find_backend(data)
+            if located is not None:
+                found.append(located)
+    return found
+
+
+def _backend_arrays(obj: xr.Dataset | xr.DataArray) -> list[Any]:
+    return [array for array, _ in _reads(obj)]
+
+
+def _index_lazily(source: Any, key: Any) -> Any:
+    """Apply a dask getter's key to xarray's adapter the way ``getter`` does, lazily.
+
+    xarray's adapters index lazily (they compose keys), so this reads
+    nothing; a plain array would be returned as is.
+    """
+    try:
+        return source[key]
+    except Exception:  # not an xarray adapter (another library's array): not ours
+        return None
+
+
+class _RumiAccessor:
+    """Rumi facts about a Dataset/DataArray opened with rumi_xarray."""
+
+    def __init__(self, obj: xr.Dataset | xr.DataArray) -> None:
+        self._obj = obj
+
+    def _encoding(self) -> dict[str, Any]:
+        variables = (self._obj.data_vars.values() if isinstance(self._obj, xr.Dataset)
+                     else [self._obj])
+        for var in variables:
+            if "rumi_header" in var.encoding:
+                return dict(var.encoding)
+        raise ValueError("this object is not backed by a Rumi file opened with rumi_xarray "
+                         "(no rumi_header in its variables' encoding)")
+
+    @property
+    def header(self) -> bytes:
+        """Return the external header of the (first) file."""
+        return bytes(self._encoding()["rumi_header"])
+
+    @property
+    def tile(self) -> tuple[int, int]:
+        """Return the nominal tile size ``(height, width)``."""
+        return tuple(self._encoding()["rumi_tile_size"])  # type: ignore[return-value]
+
+    @property
+    def frame_layout(self) -> str:
+        """Return the axis order inside one frame, e.g. ``"h w"`` or ``"t b h w"``."""
+        return str(self._encoding()["rumi_frame_layout"])
+
+    @property
+    def index_order(self) -> tuple[str, ...]:
+        """Return the axes the frame index walks inside a tile cell, outermost first."""
+        return tuple(self._encoding()["rumi_index_order"])
+
+    @property
+    def frame_shape(self) -> dict[str, int]:
+        """Return the extent of one frame per dimension."""
+        return dict(self._encoding()["rumi_frame_shape"])
+
+    @property
+    def read_group(self) -> dict[str, int]:
+        """Return the read group (xarray's ``preferred_chunks``) per dimension."""
+        return dict(self._encoding()["preferred_chunks"])
+
+    @property
+    def sources(self) -> list[str]:
+        """Return the (credential-free) names of the files behind the object."""
+        for array in _backend_arrays(self._obj):
+            return [s.describe() for s in array.cube.scenes]
+        return [str(self._encoding()["source"])]
+
+    def explain(self) -> Explanation:
+        """Dry-run the reads computing this object would make.
+
+        Returns
+        -------
+        Explanation
+        """
+        return explain(self._obj)
+
+    def to_rumi(self, path: Any, **kwargs: Any) -> bytes:
+        """Write this object as a Rumi file; see :func:`rumi_xarray.to_rumi`.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+        **kwargs
+            Passed to :func:`rumi_xarray.to_rumi`.
+
+        Returns
+        -------
+        bytes
+            The header.
+        """
+        from rumi_xarray.write.to_rumi import to_rumi
+
+        return to_rumi(self._obj, path, **kwargs)
+
+
+@xr.register_dataset_accessor("rumi")
+class RumiDatasetAccessor(_RumiAccessor):
+    """``ds.rumi``: header, tile, frame layout, read group and ``explain()``."""
+
+
+@xr.register_dataarray_accessor("rumi")
+class RumiDataArrayAccessor(_RumiAccessor):
+    """``da.rumi``: header, tile, frame layout, read group and ``explain()``."""

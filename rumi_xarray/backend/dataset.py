@@ -1,0 +1,261 @@
+"""Assemble the Dataset of a cube: lazily indexed variables, coordinates, encoding.
+
+The variables are built as CF-encoded data (time in seconds with ``units``,
+``_FillValue``/``scale_factor``/``add_offset`` where known) and decoded by
+xarray's own :func:`xarray.decode_cf`, so every standard decoding keyword
+(``mask_and_scale``, ``decode_times``, ``use_cftime``, ``decode_coords``...)
+behaves exactly as with xarray's other backends, lazily.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Hashable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import xarray as xr
+from xarray.core import indexing
+
+from rumi_xarray import options
+from rumi_xarray.backend.array import RumiBackendArray
+from rumi_xarray.backend.wrappers import find_backend
+from rumi_xarray.conventions import georef
+from rumi_xarray.conventions.bands import BandLabels
+from rumi_xarray.conventions.time import TIME_UNITS, time_seconds
+from rumi_xarray.dask.sizes import dask_chunk_bytes, query_planning
+from rumi_xarray.model.cube import Cube
+from rumi_xarray.model.grid import CUBE_DIMS
+
+VARIABLE = "band_data"
+
+#: Read-group size when neither the option nor dask's configuration says.
+DEFAULT_GROUP_BYTES = 128 * 2**20
+#: Under dask's array query planning a selection reads every chunk it touches
+#: whole (no slice reaches the read), so read groups default to less.
+QUERY_PLANNING_GROUP_BYTES = 16 * 2**20
+_warned_query_planning = False
+
+
+@dataclass(frozen=True)
+class Labels:
+    """What the files say about their axes: band texts, time, georeferencing.
+
+    Parameters
+    ----------
+    bands : tuple of str
+    seconds : numpy.ndarray
+        POSIX seconds per cube time step (interval starts for intervals).
+    bounds : numpy.ndarray or None
+        ``(n, 2)`` interval bounds in POSIX seconds.
+    transform : tuple of float or None
+    crs : int or None
+        EPSG code.
+    pixel_is_point : bool or None
+    cf : dict
+        CF attributes Rumi has no field for (``_FillValue``, ``scale_factor``,
+        ``add_offset``, ``units``...), from a sidecar, a catalog or the caller.
+    """
+
+    bands: tuple[str, ...]
+    seconds: np.ndarray
+    bounds: np.ndarray | None
+    transform: tuple[float, ...] | None
+    crs: int | None
+    pixel_is_point: bool | None
+    cf: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_metadata(cls, meta: Any, where: str = "") -> Labels:
+        """Return the labels of one file's ``rumi.Metadata``."""
+        seconds, bounds = time_seconds(meta.time or [], where)
+        return cls(bands=tuple(meta.bands or ()), seconds=seconds, bounds=bounds,
+                   transform=None if meta.transform is None else tuple(meta.transform),
+                   crs=meta.crs, pixel_is_point=meta.pixel_is_point)
+
+    @property
+    def georeferenced(self) -> bool:
+        """Return whether the scenes carry a transform and a CRS."""
+        return self.transform is not None and self.crs is not None
+
+
+def group_bytes() -> int:
+    """Return the decoded bytes of one read group (the preferred dask chunk).
+
+    Returns
+    -------
+    int
+        The ``group_bytes`` option, else 16 MiB under dask's array query
+        planning (warned once), else dask's ``array.chunk-size`` (when dask
+        is in use), else 128 MiB.
+    """
+    chosen = options.option("group_bytes")
+    if chosen is not None:
+        return int(chosen)
+    if query_planning():
+        _warn_query_planning()
+        return QUERY_PLANNING_GROUP_BYTES
+    return dask_chunk_bytes(DEFAULT_GROUP_BYTES)
+
+
+def _warn_query_planning() -> None:
+    global _warned_query_planning
+    if _warned_query_planning:
+        return
+    _warned_query_planning = True
+    warnings.warn(
+        "dask's array query planning is on: it does not pass a selection down to the "
+        "read of a chunk, so every chunk a computation touches is read whole (one native "
+        f"call each). rumi_xarray therefore uses read groups of "
+        f"{QUERY_PLANNING_GROUP_BYTES // 2**20} MiB instead of dask's chunk size; "
+        "rx.set_options(group_bytes=...) chooses another size.", UserWarning, stacklevel=2)
+
+
+def preferred_chunks(cube: Cube, dims: tuple[str, ...]) -> dict[str, int]:
+    """Return one read group per dimension: xarray's ``preferred_chunks``.
+
+    ``chunks={}`` gives exactly these chunks, ``chunks="auto"`` multiples of
+    them; either way every dask chunk is whole frames read by one native call.
+
+    Parameters
+    ----------
+    cube : Cube
+    dims : tuple of str
+
+    Returns
+    -------
+    dict
+    """
+    group = cube.read_group(group_bytes(), one_band="band" not in dims)
+    return {d: n for d, n in zip(CUBE_DIMS, group, strict=True) if d in dims}
+
+
+def build(cube: Cube, labels: Labels, *, band_as_variable: bool = False,
+          drop_variables: str | Iterable[str] | None = None,
+          decoders: Mapping[str, Any] | None = None) -> xr.Dataset:
+    """Return the Dataset view of ``cube``.
+
+    Parameters
+    ----------
+    cube : Cube
+    labels : Labels
+    band_as_variable : bool
+        One variable per band, named by its short band name, instead of
+        ``band_data``.
+    drop_variables : str or iterable of str, optional
+    decoders : mapping, optional
+        Keyword arguments of :func:`xarray.decode_cf` (``mask_and_scale``,
+        ``decode_times``, ``use_cftime``, ``decode_coords``...).
+
+    Returns
+    -------
+    xarray.Dataset
+    """
+    g = cube.grid
+    band_labels = BandLabels.from_texts(labels.bands)
+    # One Dataset constructor call: assigning coordinates one by one costs
+    # xarray an alignment each, several milliseconds per open.
+    coords, indexed = georef.spatial_coords(labels.transform, labels.crs,
+                                            labels.pixel_is_point, g.height, g.width)
+    coords.update(_time_coords(labels))
+    attrs: dict[str, Any] = {}
+    if labels.georeferenced:
+        attrs["AREA_OR_POINT"] = "Point" if labels.pixel_is_point else "Area"
+    attrs.update({k: v for k, v in labels.cf.items() if not k.startswith("_")
+                  and k not in ("scale_factor", "add_offset")})
+    encoded_cf = {k: v for k, v in labels.cf.items()
+                  if k in ("_FillValue", "scale_factor", "add_offset", "missing_value")}
+    header = cube.scenes[0].header
+    variables: dict[Hashable, xr.Variable] = {}
+    targets: list[int | None] = list(range(g.bands)) if band_as_variable else [None]
+    for band in targets:
+        backend = RumiBackendArray(cube, band=band)
+        var_attrs = dict(attrs)
+        var_attrs.update(encoded_cf)
+        if band is None:
+            name = VARIABLE
+        else:
+            name = band_labels.names[band]
+            var_attrs["long_name"] = band_labels.texts[band]
+        enc = _encoding(cube, backend.dims, header, labels.georeferenced)
+        variables[name] = xr.Variable(backend.dims, indexing.LazilyIndexedArray(backend),
+                                      var_attrs, encoding=enc)
+    if not band_as_variable:
+        coords.update(band_labels.coords())
+    ds = xr.Dataset(variables, coords=coords)
+    if indexed is not None:
+        ds = ds.assign_coords(indexed)
+    ds = xr.decode_cf(ds, drop_variables=_names(drop_variables), **dict(decoders or {}))
+    return _forget_dropped_grid_mapping(ds)
+
+
+def _time_coords(labels: Labels) -> dict[Hashable, xr.Variable]:
+    """Return ``time`` (always a dimension) and ``time_bnds``, CF-encoded."""
+    attrs: dict[str, Any] = {"standard_name": "time", "long_name": "time", "axis": "T",
+                             "units": TIME_UNITS, "calendar": "proleptic_gregorian"}
+    if labels.bounds is not None:
+        attrs["bounds"] = "time_bnds"
+    out: dict[Hashable, xr.Variable] = {
+        "time": xr.Variable(("time",), np.asarray(labels.seconds, dtype=np.int64), attrs)}
+    if labels.bounds is not None:
+        out["time_bnds"] = xr.Variable(("time", "nv"),
+                                       np.asarray(labels.bounds, dtype=np.int64),
+                                       {"units": TIME_UNITS,
+                                        "calendar": "proleptic_gregorian"})
+    return out
+
+
+def _encoding(cube: Cube, dims: tuple[str, ...], header: bytes,
+              georeferenced: bool) -> dict[str, Any]:
+    g = cube.grid
+    frame = dict(zip(CUBE_DIMS, g.frame_shape, strict=True))
+    enc: dict[str, Any] = {
+        "preferred_chunks": preferred_chunks(cube, dims),
+        "source": cube.name,
+        "dtype": g.dtype,
+        "rumi_header": header,
+        "rumi_frame_shape": {d: frame[d] for d in dims},
+        "rumi_tile_size": (g.tile_height, g.tile_width),
+        "rumi_frame_layout": g.frame_layout,
+        "rumi_index_order": g.index_order,
+    }
+    if georeferenced:
+        enc["grid_mapping"] = georef.GRID_MAPPING
+    return enc
+
+
+def _names(drop: str | Iterable[str] | None) -> list[str] | None:
+    if drop is None:
+        return None
+    return [drop] if isinstance(drop, str) else list(drop)
+
+
+def _forget_dropped_grid_mapping(ds: xr.Dataset) -> xr.Dataset:
+    """Remove ``grid_mapping`` references to a grid mapping that was dropped."""
+    for var in ds.variables.values():
+        for where in (var.encoding, var.attrs):
+            name = where.get("grid_mapping")
+            if isinstance(name, str) and name not in ds.variables:
+                del where["grid_mapping"]
+    return ds
+
+
+def backend_arrays(obj: xr.Dataset | xr.DataArray) -> list[RumiBackendArray]:
+    """Return the Rumi arrays under the lazily indexed variables of ``obj``.
+
+    Parameters
+    ----------
+    obj : xarray.Dataset or xarray.DataArray
+
+    Returns
+    -------
+    list of RumiBackendArray
+    """
+    found = []
+    variables = obj.variables.values() if isinstance(obj, xr.Dataset) else [obj.variable]
+    for var in variables:
+        located = find_backend(var._data)
+        if located is not None:
+            found.append(located[0])
+    return found

@@ -1,0 +1,115 @@
+"""xarray backend entry point: ``xr.open_dataset(path_or_url, engine="rumi")``.
+
+xarray imports every installed backend's entry point whenever it lists
+engines (any ``xr.open_dataset`` without ``engine=``), so this module imports
+nothing but xarray's base class and the standard library: librumi, dask and
+the rest of rumi_xarray load only when a Rumi source is actually opened.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from typing import Any
+from urllib.parse import urlsplit
+
+from xarray.backends import BackendEntrypoint
+
+MAGIC = b"RUMI"
+
+
+def _looks_like_rumi(path: str) -> bool:
+    """Return whether a path or URL names a Rumi file, without network I/O."""
+    if "://" in path:
+        return urlsplit(path).path.lower().endswith(".rumi")
+    if path.lower().endswith(".rumi"):
+        return True
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == MAGIC
+    except OSError:
+        return False
+
+
+class RumiBackendEntrypoint(BackendEntrypoint):
+    """Open Rumi rasters (``.rumi``) with xarray, lazily, in frame-aligned read groups.
+
+    Every keyword of :func:`rumi_xarray.open_dataset` is accepted, including
+    xarray's standard decoding keywords (``mask_and_scale``, ``decode_times``,
+    ``use_cftime``, ``decode_coords``, ``decode_timedelta``,
+    ``concat_characters``) and ``lock`` (accepted and unused: librumi reads are
+    thread-safe).
+    """
+
+    description = "Open Rumi rasters (files or URLs) lazily, in frame-aligned read groups"
+    url = "https://github.com/asterisk-labs/rumi"
+    open_dataset_parameters = (
+        "filename_or_obj", "drop_variables", "mask_and_scale", "decode_times",
+        "decode_timedelta", "use_cftime", "concat_characters", "decode_coords", "lock",
+        "band_as_variable", "header", "storage_options", "nodata", "scale_factor",
+        "add_offset", "units", "sidecar")
+
+    def open_dataset(  # type: ignore[override]
+            self, filename_or_obj: Any, *,
+            drop_variables: str | Iterable[str] | None = None,
+            mask_and_scale: bool | None = None, decode_times: bool | None = None,
+            decode_timedelta: bool | None = None, use_cftime: bool | None = None,
+            concat_characters: bool | None = None, decode_coords: bool | str | None = None,
+            lock: Any = None, band_as_variable: bool = False, header: bytes | None = None,
+            storage_options: dict[str, Any] | None = None, nodata: Any = None,
+            scale_factor: float | None = None, add_offset: float | None = None,
+            units: str | None = None, sidecar: bool | str | os.PathLike[str] | None = None,
+    ) -> Any:
+        """Open a Rumi source; see :func:`rumi_xarray.open_dataset` for the keywords."""
+        from rumi_xarray.backend.open import open_rumi
+
+        return open_rumi(
+            filename_or_obj, drop_variables=drop_variables, mask_and_scale=mask_and_scale,
+            decode_times=decode_times, decode_timedelta=decode_timedelta,
+            use_cftime=use_cftime, concat_characters=concat_characters,
+            decode_coords=decode_coords, band_as_variable=band_as_variable, header=header,
+            storage_options=storage_options, nodata=nodata, scale_factor=scale_factor,
+            add_offset=add_offset, units=units, sidecar=sidecar)
+
+    def guess_can_open(self, filename_or_obj: Any) -> bool:
+        """Recognise ``.rumi`` paths and URLs (no network request) or the magic bytes."""
+        if isinstance(filename_or_obj, (bytes, bytearray, memoryview)):
+            return bytes(filename_or_obj[:4]) == MAGIC
+        try:
+            path = os.fspath(filename_or_obj)
+        except TypeError:
+            return False
+        return isinstance(path, str) and _looks_like_rumi(path)
+
+    def open_groups_as_dict(self, filename_or_obj: Any, **kwargs: Any) -> dict[str, Any]:
+        """Return the file as one group: a Rumi file holds a single raster cube.
+
+        Parameters
+        ----------
+        filename_or_obj : str, os.PathLike, bytes-like or file-like
+        **kwargs
+            As for :meth:`open_dataset`.
+
+        Returns
+        -------
+        dict
+            ``{"/": dataset}``.
+        """
+        return {"/": self.open_dataset(filename_or_obj, **kwargs)}
+
+    def open_datatree(self, filename_or_obj: Any, **kwargs: Any) -> Any:
+        """Return a DataTree whose root holds the file's one cube.
+
+        Parameters
+        ----------
+        filename_or_obj : str, os.PathLike, bytes-like or file-like
+        **kwargs
+            As for :meth:`open_dataset`.
+
+        Returns
+        -------
+        xarray.DataTree
+        """
+        from xarray import DataTree
+
+        return DataTree.from_dict(self.open_groups_as_dict(filename_or_obj, **kwargs))

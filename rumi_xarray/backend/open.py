@@ -1,0 +1,121 @@
+"""Open one Rumi source: the work behind ``engine="rumi"``, and ``rx.open_dataset``."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from typing import Any
+
+import xarray as xr
+
+from rumi_xarray.backend import (
+    accessor,  # noqa: F401  (registers the .rumi accessor)
+    dataset,
+)
+from rumi_xarray.conventions import cf
+from rumi_xarray.model.cube import Cube, Scene
+from rumi_xarray.model.grid import Grid
+from rumi_xarray.native import reads
+from rumi_xarray.sources import resolve
+
+
+def open_scene(filename_or_obj: Any, *, header: bytes | None = None,
+               storage_options: dict[str, Any] | None = None) -> tuple[Scene, Any]:
+    """Resolve a source, read its metadata and return it as a scene.
+
+    Parameters
+    ----------
+    filename_or_obj : str, os.PathLike, bytes-like or file-like
+    header : bytes, optional
+        Checked against the source; a mismatch raises ``RumiFormatError``.
+    storage_options : dict, optional
+        For fsspec-only protocols.
+
+    Returns
+    -------
+    scene : Scene
+    meta : rumi.Metadata
+    """
+    source = resolve.resolve(filename_or_obj, storage_options=storage_options)
+    if header is not None:
+        header = bytes(header)
+    meta = reads.info(source, header)
+    return Scene(source, bytes(meta.header), stamp=reads.stamp(source)), meta
+
+
+def open_rumi(filename_or_obj: Any, *, drop_variables: str | Iterable[str] | None = None,
+              mask_and_scale: bool | None = None, decode_times: bool | None = None,
+              decode_timedelta: bool | None = None, use_cftime: bool | None = None,
+              concat_characters: bool | None = None, decode_coords: bool | str | None = None,
+              band_as_variable: bool = False, header: bytes | None = None,
+              storage_options: dict[str, Any] | None = None, nodata: Any = None,
+              scale_factor: float | None = None, add_offset: float | None = None,
+              units: str | None = None,
+              sidecar: bool | str | os.PathLike[str] | None = None) -> xr.Dataset:
+    """Open one Rumi source as a lazily indexed Dataset (the backend's work).
+
+    See :func:`open_dataset` for the parameters.
+
+    Returns
+    -------
+    xarray.Dataset
+    """
+    scene, meta = open_scene(filename_or_obj, header=header, storage_options=storage_options)
+    grid = Grid.from_metadata(meta)
+    cube = Cube.single(scene, grid)
+    facts = cf.gather(scene.source, sidecar=sidecar, storage_options=storage_options,
+                      nodata=nodata, scale_factor=scale_factor, add_offset=add_offset,
+                      units=units, dtype=grid.dtype, where=scene.name)
+    labels = dataset.Labels.from_metadata(meta, scene.name)
+    labels = dataset.Labels(labels.bands, labels.seconds, labels.bounds, labels.transform,
+                            labels.crs, labels.pixel_is_point, facts)
+    decoders = {"mask_and_scale": True if mask_and_scale is None else mask_and_scale,
+                "decode_times": True if decode_times is None else decode_times}
+    for name, value in (("decode_timedelta", decode_timedelta), ("use_cftime", use_cftime),
+                        ("concat_characters", concat_characters),
+                        ("decode_coords", decode_coords)):
+        if value is not None:
+            decoders[name] = value
+    return dataset.build(cube, labels, band_as_variable=band_as_variable,
+                         drop_variables=drop_variables, decoders=decoders)
+
+
+def open_dataset(filename_or_obj: Any, *, chunks: Any = None, **kwargs: Any) -> xr.Dataset:
+    """Open a Rumi file or URL: ``xr.open_dataset(..., engine="rumi")``.
+
+    This is exactly xarray's call with ``engine="rumi"`` (no private path):
+    without ``chunks`` the variables are lazily indexed (each access is one
+    planned native read); with ``chunks`` they are plain dask arrays whose
+    chunks are whole frames, ``{}`` giving one read group per chunk (one
+    native call each, see ``rx.set_options(group_bytes=...)``).
+
+    Parameters
+    ----------
+    filename_or_obj : str, os.PathLike, bytes-like or file-like
+        Local path, URL (``http(s)://``, ``s3://``, ``gs://``, ``az://``, any
+        fsspec protocol), the file's bytes, or an open binary file.
+    chunks : dict, int, str or tuple, optional
+        As for :func:`xarray.open_dataset`: ``{}`` one read group per chunk,
+        ``"auto"`` multiples of it, or explicit sizes.
+    **kwargs
+        Any keyword of :func:`xarray.open_dataset`, plus:
+
+        band_as_variable : bool, default False
+            One variable per band (named by its short band name) instead of
+            ``band_data(time, band, y, x)``.
+        header : bytes, optional
+            The file's external header, checked against the file.
+        storage_options : dict, optional
+            Passed to fsspec for protocols librumi's transport cannot reach.
+        nodata, scale_factor, add_offset, units : optional
+            CF facts the Rumi format has no field for, for files written
+            elsewhere; they override the sidecar's.
+        sidecar : bool or path, optional
+            Read ``<file>.aux.json`` (default: the ``sidecar`` option), or
+            this file instead.
+
+    Returns
+    -------
+    xarray.Dataset
+    """
+    return xr.open_dataset(filename_or_obj, engine="rumi", chunks=chunks, **kwargs)

@@ -1,0 +1,265 @@
+"""Cubes from catalog rows: ``open_catalog`` and ``open_mfdataset``.
+
+The cube is built from the rows alone (headers parse without I/O), so
+opening a catalog of a thousand remote scenes makes no request. With
+``chunks``, the variables become plain dask arrays through xarray's own
+chunking, one read group (scenes stacked along time, one ``read_many`` call)
+per chunk.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from rumi_xarray.backend import (
+    accessor,  # noqa: F401  (registers the .rumi accessor)
+    dataset,
+)
+from rumi_xarray.catalogs.table import COLUMNS, catalog
+from rumi_xarray.conventions import cf
+from rumi_xarray.errors import RumiCatalogError, RumiCatalogKeyError
+from rumi_xarray.model.cube import Cube, Scene, source_name
+from rumi_xarray.model.grid import Grid
+from rumi_xarray.native import reads
+from rumi_xarray.sources import resolve
+
+DUPLICATES = ("keep", "first", "last", "error")
+#: The columns a catalog cannot do without.
+REQUIRED = ("path", "header", "time_seconds", "bands")
+
+
+def _load(table: pd.DataFrame | str | os.PathLike[str]) -> pd.DataFrame:
+    if isinstance(table, pd.DataFrame):
+        return table.reset_index(drop=True)
+    return pd.read_parquet(os.fspath(table)).reset_index(drop=True)
+
+
+def _as_list(value: Any) -> list[Any] | None:
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return None
+    return list(value)
+
+
+def _nullable(value: Any) -> Any:
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return None
+    if value is pd.NA:
+        return None
+    return int(value) if isinstance(value, (int, np.integer, float)) else value
+
+
+def _check(rows: pd.DataFrame, grids: list[Grid]) -> None:
+    """Raise naming the first row that cannot join the cube of the reference row."""
+    ref = rows.iloc[0]
+    g0 = grids[0]
+    ref_row = int(ref["_row"])
+    for i in range(1, len(rows)):
+        row, g = rows.iloc[i], grids[i]
+        problems = []
+        if (g.height, g.width) != (g0.height, g0.width):
+            problems.append(f"size {g.height}x{g.width} != {g0.height}x{g0.width}")
+        if not g.same_layout(g0):
+            problems.append(
+                f"frame grid (tile {g.tile_height}, layout {g.frame_layout!r}, bands "
+                f"{g.bands}, dtype {g.dtype}, T {g.time_count}) differs from row {ref_row} "
+                f"(tile {g0.tile_height}, layout {g0.frame_layout!r}, bands {g0.bands}, "
+                f"dtype {g0.dtype}, T {g0.time_count})")
+        if _as_list(row["bands"]) != _as_list(ref["bands"]):
+            problems.append(f"bands {_as_list(row['bands'])} != {_as_list(ref['bands'])}")
+        if _as_list(row.get("transform")) != _as_list(ref.get("transform")):
+            problems.append("transform differs")
+        if _nullable(row.get("crs")) != _nullable(ref.get("crs")):
+            problems.append(f"CRS EPSG:{row.get('crs')} != EPSG:{ref.get('crs')}")
+        for key in ("nodata", "scale_factor", "add_offset", "units"):
+            a, b = _fact(row, key), _fact(ref, key)
+            if a != b and not (isinstance(a, float) and isinstance(b, float)
+                               and np.isnan(a) and np.isnan(b)):
+                problems.append(f"{key} {a!r} != {b!r}")
+        if problems:
+            raise RumiCatalogError(
+                f"catalog row {int(row['_row'])} ({source_name(row['path'])}) cannot be "
+                f"stacked with row {ref_row} ({source_name(ref['path'])}): "
+                + "; ".join(problems))
+
+
+def _fact(row: pd.Series, key: str) -> Any:
+    value = row.get(key)
+    if value is None or value is pd.NA:
+        return None
+    if isinstance(value, float) and np.isnan(value) and key != "nodata":
+        return None
+    return value
+
+
+def _order(rows: pd.DataFrame, duplicates: str) -> pd.DataFrame:
+    """Sort rows by time (then path) and apply the duplicates policy."""
+    if duplicates not in DUPLICATES:
+        raise ValueError(f"duplicates must be one of {DUPLICATES}, got {duplicates!r}")
+    key = rows["time_seconds"].map(lambda s: tuple(s))
+    rows = rows.assign(_key=key).sort_values(["_key", "path", "_row"], kind="stable")
+    dup = rows["_key"].duplicated(keep=False)
+    if dup.any():
+        if duplicates == "error":
+            first = rows[dup].iloc[0]
+            raise RumiCatalogError(
+                f"catalog rows {list(rows[dup]['_row'][:2])} share the time "
+                f"{first.get('time')}; pass duplicates='first', 'last' or 'keep'")
+        if duplicates in ("first", "last"):
+            rows = rows[~rows["_key"].duplicated(keep=duplicates)]
+    return rows.drop(columns="_key").reset_index(drop=True)
+
+
+def open_catalog(table: pd.DataFrame | str | os.PathLike[str], *, chunks: Any = None,
+                 duplicates: str = "keep", band_as_variable: bool = False,
+                 mask_and_scale: bool = True, decode_times: bool = True,
+                 storage_options: dict[str, Any] | None = None) -> xr.Dataset:
+    """Open the scenes of a catalog as one cube, without any request to the files.
+
+    Rows are stacked along ``time``, sorted by time and then by path. Every
+    scene must share size, transform, CRS, bands, dtype, tile size, frame
+    layout, nodata, scale and offset; the first row that does not is named in
+    a :class:`~rumi_xarray.errors.RumiCatalogError`.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame or path to a Parquet file
+        As built by :func:`rumi_xarray.catalog`.
+    chunks : dict, int, str or tuple, optional
+        As for :func:`xarray.open_dataset`: ``{}`` one read group per chunk
+        (scenes stacked along time, one ``read_many`` each), ``"auto"``
+        multiples of it; without chunks the cube is lazily indexed.
+    duplicates : {"keep", "first", "last", "error"}, default "keep"
+        Scenes with identical time steps: keep all (deterministic order by
+        path), keep the first or last by path, or raise.
+    band_as_variable : bool, default False
+    mask_and_scale : bool, default True
+        Apply the catalog's nodata, scale and offset (CF decoding).
+    decode_times : bool, default True
+    storage_options : dict, optional
+        fsspec options for fsspec-only protocols.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``band_data(time, band, y, x)``; extra scalar columns of the table
+        (e.g. ``cloud_cover``) become coordinates along ``time``. A missing or
+        unreadable file fails at compute time, naming its path and catalog
+        row.
+    """
+    rows = _load(table)
+    if rows.empty:
+        raise RumiCatalogError("the catalog has no rows")
+    missing = [c for c in REQUIRED if c not in rows.columns]
+    if missing:
+        raise RumiCatalogKeyError(f"the catalog lacks column(s) {missing}; build it with "
+                                  f"rumi_xarray.catalog(...)")
+    rows = rows.assign(_row=np.arange(len(rows)))
+    rows = _order(rows, duplicates)
+    grids = []
+    for i in range(len(rows)):
+        try:
+            grids.append(Grid.from_metadata(reads.header_info(bytes(rows["header"].iloc[i]))))
+        except (ValueError, TypeError) as exc:
+            raise RumiCatalogError(
+                f"catalog row {int(rows['_row'].iloc[i])} "
+                f"({source_name(rows['path'].iloc[i])}): bad header: {exc}") from exc
+    _check(rows, grids)
+    scenes = tuple(
+        Scene(resolve.resolve(p, storage_options=storage_options), bytes(h), int(r))
+        for p, h, r in zip(rows["path"], rows["header"], rows["_row"], strict=True))
+    steps = tuple((s, t) for s, g in enumerate(grids) for t in range(g.time_count))
+    cube = Cube(scenes, grids[0], steps)
+    labels = _labels(rows, grids[0])
+    ds = dataset.build(cube, labels, band_as_variable=band_as_variable,
+                       decoders={"mask_and_scale": mask_and_scale,
+                                 "decode_times": decode_times})
+    ds = ds.assign_coords(_extra_coords(rows, [g.time_count for g in grids]))
+    if chunks is None:
+        return ds
+    from rumi_xarray.dask.chunks import chunk_like_open_dataset
+
+    return chunk_like_open_dataset(ds, chunks)
+
+
+def _extra_coords(rows: pd.DataFrame, steps: list[int]) -> dict[str, Any]:
+    """Return the catalog's own columns (cloud cover, tile id...) as time coordinates.
+
+    Columns of scalars beyond :data:`COLUMNS` follow their scene along time;
+    columns of lists or other containers are left out.
+    """
+    out = {}
+    for column in rows.columns:
+        if column in COLUMNS or str(column).startswith("_"):
+            continue
+        values = rows[column].to_numpy()
+        if values.dtype == object and not all(
+                isinstance(v, (str, bool, int, float, np.generic)) or v is None for v in values):
+            continue
+        out[column] = ("time", np.repeat(values, steps))
+    return out
+
+
+def _labels(rows: pd.DataFrame, grid: Grid) -> dataset.Labels:
+    seconds = np.concatenate([np.asarray(s, dtype=np.int64) for s in rows["time_seconds"]])
+    bounds_col = ([_as_list(b) for b in rows["time_bounds"]] if "time_bounds" in rows
+                  else [None] * len(rows))
+    bounds = None
+    if all(b is not None for b in bounds_col):
+        bounds = np.concatenate([np.asarray(b, dtype=np.int64).reshape(-1, 2)
+                                 for b in bounds_col])
+    elif any(b is not None for b in bounds_col):
+        raise RumiCatalogError("the catalog mixes scenes with instants and with intervals")
+    ref = rows.iloc[0]
+    transform = _as_list(ref.get("transform"))
+    pip = _nullable(ref.get("pixel_is_point"))
+    facts = {key: _fact(ref, key) for key in ("nodata", "scale_factor", "add_offset", "units")}
+    nodata = facts["nodata"]
+    if isinstance(nodata, float) and np.isnan(nodata) and grid.dtype.kind != "f":
+        facts["nodata"] = None  # a null in a float column, not a NaN nodata
+    return dataset.Labels(
+        bands=tuple(_as_list(ref["bands"]) or ()), seconds=seconds, bounds=bounds,
+        transform=None if transform is None else tuple(float(v) for v in transform),
+        crs=_nullable(ref.get("crs")), pixel_is_point=None if pip is None else bool(pip),
+        cf=cf.cf_attributes(facts, grid.dtype, f"catalog row {int(ref['_row'])}"))
+
+
+def open_mfdataset(sources_: str | os.PathLike[str] | Iterable[Any], *, chunks: Any = None,
+                   duplicates: str = "keep", band_as_variable: bool = False,
+                   mask_and_scale: bool = True, decode_times: bool = True,
+                   storage_options: dict[str, Any] | None = None,
+                   max_workers: int = 16) -> xr.Dataset:
+    """Open many Rumi files (a list or a glob) as one dask-backed cube.
+
+    Equivalent to ``open_catalog(catalog(sources), chunks=chunks)``: metadata
+    are read concurrently once, then the cube is built from the rows. Like
+    :func:`xarray.open_mfdataset`, the result is dask-backed: ``chunks=None``
+    means ``{}`` (one read group per chunk).
+
+    Parameters
+    ----------
+    sources_ : str, os.PathLike or iterable
+        Paths, URLs or glob patterns (``s3://bucket/tile/*.rumi``).
+    chunks : dict, int, str or tuple, optional
+        As for :func:`open_catalog`; default ``{}``.
+    duplicates, band_as_variable, mask_and_scale, decode_times
+        As for :func:`open_catalog`.
+    storage_options : dict, optional
+    max_workers : int, default 16
+
+    Returns
+    -------
+    xarray.Dataset
+    """
+    table = catalog(list(sources_) if not isinstance(sources_, (str, os.PathLike)) else sources_,
+                    storage_options=storage_options, max_workers=max_workers)
+    return open_catalog(table, chunks={} if chunks is None else chunks,
+                        duplicates=duplicates, band_as_variable=band_as_variable,
+                        mask_and_scale=mask_and_scale, decode_times=decode_times,
+                        storage_options=storage_options)
+

@@ -1,0 +1,1 @@
+"""The ``rumi-xarray`` command: one module per subcommand."""

@@ -1,0 +1,186 @@
+"""``rumi-xarray info``: what a Rumi file holds (dimensions, coordinates, CRS, frames, size)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from rumi_xarray.cli.common import CommandError, human_size
+
+
+def register(commands: Any, common: argparse.ArgumentParser) -> None:
+    """Add the ``info`` subcommand to the parser."""
+    info = commands.add_parser(
+        "info", parents=[common], help="describe a Rumi file or URL",
+        description="Print dimensions, coordinates, CRS, transform, frame layout, tile size, "
+                    "frame count, file size and compression ratio of a Rumi file.")
+    info.add_argument("source", metavar="PATH_OR_URL")
+    info.add_argument("--json", action="store_true", help="print one JSON object instead")
+    info.set_defaults(run=run)
+
+
+def describe(source: str) -> dict[str, Any]:
+    """Return what a Rumi file holds, as plain Python values.
+
+    Parameters
+    ----------
+    source : str
+        Local path or URL.
+
+    Returns
+    -------
+    dict
+        ``source``, ``dims``, ``dtype``, ``coords`` (per coordinate: dims,
+        dtype, first/last values), ``bands``, ``time_kind``, ``crs`` (EPSG
+        code or None), ``crs_name``, ``transform`` (corner, rasterio order),
+        ``pixel_is_point``, ``frame_layout``, ``index_order``, ``tile``,
+        ``frames``, ``decoded_bytes``, ``frame_bytes`` (compressed frames),
+        ``nodata``, ``scale_factor``, ``add_offset``, ``units`` (sidecar),
+        ``file_bytes`` (None when unknown, e.g. for URLs) and ``ratio``
+        (decoded bytes over file bytes, or over frame bytes without a size).
+    """
+    from rumi_xarray.backend import dataset
+    from rumi_xarray.backend.open import open_scene
+    from rumi_xarray.conventions import cf, georef
+    from rumi_xarray.model.cube import Cube
+    from rumi_xarray.model.grid import Grid
+    from rumi_xarray.native import reads
+
+    if "://" not in source and not os.path.exists(source):
+        raise CommandError(f"{source}: no such file")
+    scene, meta = open_scene(source)
+    grid = Grid.from_metadata(meta)
+    labels = dataset.Labels.from_metadata(meta, scene.name)
+    facts = cf.read_sidecar(scene.source)
+    ds = dataset.build(Cube.single(scene, grid), labels)
+    var = ds["band_data"]
+    frame_bytes = sum(length for _, length in reads.plan_ranges(
+        scene, None, None, 0, 0, grid.height, grid.width))
+    decoded = int(np.prod(var.shape)) * grid.dtype.itemsize
+    file_bytes = os.path.getsize(source) if "://" not in source else None
+    epsg = labels.crs if labels.georeferenced else None
+    corner = (None if not labels.georeferenced or labels.transform is None
+              else georef.corner_transform(labels.transform, bool(labels.pixel_is_point)))
+    return {
+        "source": source,
+        "dims": {str(k): int(v) for k, v in var.sizes.items()},
+        "dtype": str(var.dtype),
+        "coords": {str(name): _coord_summary(c) for name, c in ds.coords.items()},
+        "bands": list(labels.bands),
+        "time_kind": "interval" if labels.bounds is not None else "instant",
+        "crs": None if epsg is None else int(epsg),
+        "crs_name": None if epsg is None else _crs_name(int(epsg)),
+        "transform": None if corner is None else list(corner),
+        "pixel_is_point": bool(labels.pixel_is_point) and labels.georeferenced,
+        "nodata": facts.get("nodata"),
+        "scale_factor": facts.get("scale_factor"),
+        "add_offset": facts.get("add_offset"),
+        "units": facts.get("units"),
+        "frame_layout": str(meta.frame_layout),
+        "index_order": list(meta.index_order),
+        "tile": [int(v) for v in meta.tile],
+        "frames": int(meta.frames),
+        "decoded_bytes": decoded,
+        "frame_bytes": int(frame_bytes),
+        "file_bytes": file_bytes,
+        "ratio": decoded / (file_bytes or frame_bytes or 1),
+    }
+
+
+def _coord_summary(coord: xr.DataArray) -> dict[str, Any]:
+    summary: dict[str, Any] = {"dims": [str(d) for d in coord.dims], "dtype": str(coord.dtype)}
+    if coord.ndim == 1 and coord.size:
+        values = coord.values
+        summary.update(size=int(coord.size), first=_plain(values[0]), last=_plain(values[-1]))
+    elif coord.ndim == 0:
+        summary["value"] = _plain(coord.values[()])
+    return summary
+
+
+def _plain(value: Any) -> Any:
+    """Return a JSON-friendly form of a coordinate value."""
+    if isinstance(value, np.datetime64):
+        return str(np.datetime_as_string(value, unit="s"))
+    if isinstance(value, np.generic):
+        return value.item()
+    return value if isinstance(value, (int, float, str, bool)) else str(value)
+
+
+def _crs_name(epsg: int) -> str | None:
+    try:
+        from pyproj import CRS
+
+        return str(CRS.from_epsg(epsg).name)
+    except Exception:  # a name is a nicety; the EPSG code is what matters
+        return None
+
+
+def format_info(facts: dict[str, Any]) -> str:
+    """Return :func:`describe`'s facts as an aligned text block.
+
+    Parameters
+    ----------
+    facts : dict
+
+    Returns
+    -------
+    str
+    """
+    dims = ", ".join(f"{k}: {v}" for k, v in facts["dims"].items())
+    lines = [facts["source"], f"  dimensions   {dims}  ({facts['dtype']})"]
+    lines.append("  coordinates")
+    for name, c in facts["coords"].items():
+        where = f"({', '.join(c['dims'])})" if c["dims"] else "scalar"
+        if "first" in c:
+            span = c["first"] if c["size"] == 1 else f"{c['first']} .. {c['last']}"
+            lines.append(f"    {name:<12} {where:<10} {c['dtype']:<15} {span}")
+        else:
+            lines.append(f"    {name:<12} {where:<10} {c['dtype']:<15} {c.get('value', '')}")
+    lines.append(f"  bands        {' | '.join(facts['bands'])}")
+    lines.append(f"  time         {facts['time_kind']}s")
+    if facts["crs"] is None:
+        lines.append("  crs          none (not georeferenced)")
+    else:
+        name = f" ({facts['crs_name']})" if facts["crs_name"] else ""
+        lines.append(f"  crs          EPSG:{facts['crs']}{name}")
+        kind = "PixelIsPoint" if facts["pixel_is_point"] else "PixelIsArea"
+        coefficients = ", ".join(f"{v:.12g}" for v in facts["transform"])
+        lines.append(f"  transform    ({coefficients})  corner origin, {kind}")
+    tile = " x ".join(str(v) for v in facts["tile"])
+    lines.append(f"  frames       {facts['frames']} of tile {tile}, layout "
+                 f"'{facts['frame_layout']}', index order "
+                 f"{' '.join(facts['index_order']) or '(one frame per tile)'}")
+    denominator = "file" if facts["file_bytes"] is not None else "compressed frames"
+    lines.append(f"  size         {human_size(facts['file_bytes'])} on disk, "
+                 f"{human_size(facts['frame_bytes'])} of compressed frames, "
+                 f"{human_size(facts['decoded_bytes'])} decoded")
+    lines.append(f"  ratio        {facts['ratio']:.2f} (decoded / {denominator})")
+    known = {k: facts.get(k) for k in ("nodata", "scale_factor", "add_offset", "units")
+             if facts.get(k) is not None}
+    if known:
+        lines.append("  values       " + ", ".join(f"{k} {v}" for k, v in known.items())
+                     + "  (from the sidecar)")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``rumi-xarray info``.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+
+    Returns
+    -------
+    int
+    """
+    facts = describe(args.source)
+    print(json.dumps(facts, indent=2) if args.json else format_info(facts))
+    return 0
+
+

@@ -1,0 +1,212 @@
+"""Bands: Rumi's band texts <-> xarray's ``band`` coordinate and its companions.
+
+A Rumi file names every band with a free text, often several fields such as
+``"B04, Red, 665nm"``. Read side, following stackstac and odc-stac: ``band``
+holds a short unique name (the first field when those are unique, else the
+whole text) so that ``sel(band="B04")`` works; the whole text stays in
+``band_text``, and ``common_name`` (STAC's electro-optical names: ``red``,
+``nir``...) and ``center_wavelength`` (micrometres) are parsed from it when the
+text carries them. Write side: the text of each band comes from
+``band_text`` when present (so a round trip keeps the full text), else from
+the ``band`` coordinate, GDAL band descriptions or the variable name.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+#: STAC electro-optical extension common band names.
+COMMON_NAMES = ("coastal", "blue", "green", "red", "yellow", "pan", "rededge", "rededge071",
+                "rededge075", "rededge078", "nir", "nir08", "nir09", "cirrus", "swir16",
+                "swir22", "lwir", "lwir11", "lwir12")
+_WAVELENGTH = re.compile(r"(\d+(?:\.\d+)?)\s*(nm|um|µm|μm)\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class BandLabels:
+    """What the band texts say, one entry per band.
+
+    Attributes
+    ----------
+    names : tuple of str
+        Short unique names.
+    texts : tuple of str
+        The texts as stored.
+    common_names : tuple of str
+        STAC common name, ``""`` where the text names none.
+    wavelengths : tuple of float
+        Centre wavelength in micrometres, NaN where the text gives none.
+    """
+
+    names: tuple[str, ...]
+    texts: tuple[str, ...]
+    common_names: tuple[str, ...]
+    wavelengths: tuple[float, ...]
+
+    @classmethod
+    def from_texts(cls, texts: Sequence[str]) -> BandLabels:
+        """Parse band texts.
+
+        Parameters
+        ----------
+        texts : sequence of str
+
+        Returns
+        -------
+        BandLabels
+        """
+        texts = tuple(str(t) for t in texts)
+        fields = [[f.strip() for f in t.split(",")] for t in texts]
+        first = [f[0] for f in fields]
+        unique = len(set(first)) == len(first) and all(first)
+        names = tuple(first) if unique else texts
+        return cls(names=names, texts=texts,
+                   common_names=tuple(_common_name(f) for f in fields),
+                   wavelengths=tuple(_wavelength(t) for t in texts))
+
+    def coords(self) -> dict[Hashable, xr.Variable]:
+        """Return ``band`` and its companion coordinates along ``band``.
+
+        Returns
+        -------
+        dict of xarray.Variable
+            ``band`` always; ``band_text`` when it differs from ``band``;
+            ``common_name`` and ``center_wavelength`` when any band has one.
+        """
+        out: dict[Hashable, xr.Variable] = {
+            "band": xr.Variable("band", np.array(self.names, dtype=str))}
+        if self.names != self.texts:
+            out["band_text"] = xr.Variable("band", np.array(self.texts, dtype=str),
+                                           {"long_name": "band text as stored"})
+        if any(self.common_names):
+            out["common_name"] = xr.Variable("band", np.array(self.common_names, dtype=str),
+                                             {"long_name": "STAC common band name"})
+        if any(not math.isnan(w) for w in self.wavelengths):
+            out["center_wavelength"] = xr.Variable(
+                "band", np.array(self.wavelengths, dtype=np.float64),
+                {"long_name": "centre wavelength", "units": "um"})
+        return out
+
+
+def _common_name(fields: Sequence[str]) -> str:
+    for field in fields:
+        word = field.strip().lower().replace(" ", "")
+        if word in COMMON_NAMES:
+            return word
+    return ""
+
+
+def _wavelength(text: str) -> float:
+    match = _WAVELENGTH.search(text)
+    if match is None:
+        return math.nan
+    value = float(match.group(1))
+    return value / 1000.0 if match.group(2).lower() == "nm" else value
+
+
+# --- write side -----------------------------------------------------------------
+
+
+def band_texts(da: xr.DataArray, where: str) -> list[str]:
+    """Return the text to store for each band of ``da`` (dims include ``band``).
+
+    In order of preference: the ``band_text`` coordinate (what rumi_xarray
+    opened), the ``band`` coordinate when it holds names, GDAL band
+    descriptions (rioxarray's ``long_name``) for numbered bands, the variable
+    name for a single band, else ``band_1``, ``band_2``...
+
+    Parameters
+    ----------
+    da : xarray.DataArray
+    where : str
+        Named in errors.
+
+    Returns
+    -------
+    list of str
+
+    Raises
+    ------
+    ValueError
+        Empty, NUL-holding or repeated names.
+    """
+    n = da.sizes["band"]
+    texts: list[str] | None = None
+    if "band_text" in da.coords and da["band_text"].dims == ("band",):
+        texts = [_text(v) for v in da["band_text"].values.tolist()]
+    elif "band" in da.coords and da["band"].ndim <= 1:
+        values = np.atleast_1d(da["band"].values).tolist()
+        numbered = all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+                       for v in values)
+        described = descriptions(da) if numbered else None
+        texts = described or [_text(v) for v in values]
+    elif n == 1 and isinstance(da.name, str) and da.name and da.name != "band_data":
+        texts = [da.name]
+    if texts is None:
+        texts = [f"band_{i + 1}" for i in range(n)]
+    check_band_texts(texts, where)
+    return texts
+
+
+def descriptions(da: xr.DataArray) -> list[str] | None:
+    """Return GDAL band descriptions of a rioxarray array, or None without any.
+
+    rioxarray puts one description per band in ``long_name`` (a text for a
+    single band). Bands without one get ``band_<n>``; a description used by
+    several bands gets `` (<n>)`` appended so names stay unique.
+
+    Parameters
+    ----------
+    da : xarray.DataArray
+
+    Returns
+    -------
+    list of str or None
+    """
+    n = da.sizes.get("band", 1)
+    described: Any = da.attrs.get("long_name")
+    if isinstance(described, str):
+        described = [described] if n == 1 else None
+    if not isinstance(described, (list, tuple)) or len(described) != n:
+        return None
+    if not any(d is not None and str(d).strip() for d in described):
+        return None
+    names = [str(d).strip() if d is not None and str(d).strip() else f"band_{i + 1}"
+             for i, d in enumerate(described)]
+    repeated = {name for name in names if names.count(name) > 1}
+    return [f"{name} ({i + 1})" if name in repeated else name for i, name in enumerate(names)]
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    return str(value)
+
+
+def check_band_texts(texts: Sequence[str], where: str) -> None:
+    """Raise ``ValueError`` for band texts Rumi cannot store.
+
+    Parameters
+    ----------
+    texts : sequence of str
+    where : str
+    """
+    for i, name in enumerate(texts):
+        if not name:
+            raise ValueError(f"{where}: band {i} has an empty name; Rumi names every band")
+        if "\x00" in name:
+            raise ValueError(f"{where}: band {i} name {name!r} contains a NUL character")
+    seen: dict[str, int] = {}
+    for i, name in enumerate(texts):
+        if name in seen:
+            raise ValueError(
+                f"{where}: bands {seen[name]} and {i} are both named {name!r}; Rumi band "
+                f"names are unique (assign_coords(band=[...]) to rename)")
+        seen[name] = i

@@ -1,0 +1,1 @@
+"""Demo material kept out of the core: synthetic scenes and the NDVI demo analysis."""

@@ -1,0 +1,224 @@
+"""The exceptions rumi_xarray raises, and the one helper that adds context to them.
+
+Every error is a :class:`RumiError`, so ``except rumi_xarray.RumiError`` catches
+anything this package raises on purpose. Each class also derives from the
+builtin type users already catch (``OSError``, ``ValueError``, ``KeyError``...),
+so code written against librumi's plain exceptions keeps working.
+
+Errors carry what librumi's own messages lack, as attributes and in the text:
+the (credential-free) source, the selection being read and the catalog row.
+:class:`RumiIOError` keeps ``errno`` and ``filename`` of the ``OSError`` it
+wraps.
+"""
+
+from __future__ import annotations
+
+import errno as errno_codes
+
+__all__ = [
+    "RumiCatalogError",
+    "RumiCatalogKeyError",
+    "RumiError",
+    "RumiFileChangedError",
+    "RumiFileNotFoundError",
+    "RumiFormatError",
+    "RumiIOError",
+    "RumiMemoryError",
+    "RumiSelectionError",
+    "RumiSettingsError",
+    "RumiUnsupportedError",
+    "RumiWriteError",
+    "os_error",
+    "with_context",
+]
+
+
+class RumiError(Exception):
+    """Base class of every error rumi_xarray raises on purpose.
+
+    Attributes
+    ----------
+    source : str or None
+        The file or URL involved, credentials removed.
+    selection : str or None
+        The time/band/window selection being read, as text.
+    row : int or None
+        The catalog row the source came from.
+    """
+
+    source: str | None = None
+    selection: str | None = None
+    row: int | None = None
+
+
+class RumiIOError(RumiError, OSError):
+    """Reading or decoding failed (transport, missing file, corrupt frame).
+
+    ``errno`` and ``filename`` are those of the ``OSError`` it wraps, when
+    there was one; ``str()`` is the message alone.
+    """
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class RumiFileNotFoundError(RumiIOError, FileNotFoundError):
+    """A file, object or URL does not exist."""
+
+
+class RumiFileChangedError(RumiIOError):
+    """The file changed after it was opened; reopen it to read the new content."""
+
+
+class RumiFormatError(RumiError, ValueError):
+    """The bytes are not a (valid) Rumi file, or a header does not index the file."""
+
+
+class RumiSelectionError(RumiError, IndexError):
+    """A selection falls outside the array."""
+
+
+class RumiCatalogError(RumiError, ValueError):
+    """A catalog, STAC item or catalog row cannot be used."""
+
+
+class RumiCatalogKeyError(RumiCatalogError, KeyError):
+    """A catalog lacks a column (or a STAC item an asset or field) it needs."""
+
+    def __str__(self) -> str:
+        # KeyError quotes its argument; the message is a sentence.
+        return str(self.args[0]) if self.args else ""
+
+
+class RumiUnsupportedError(RumiError, NotImplementedError):
+    """librumi does not support what the file or the call asks for."""
+
+
+class RumiMemoryError(RumiError, MemoryError):
+    """librumi could not allocate memory for a read."""
+
+
+class RumiSettingsError(RumiError, RuntimeError):
+    """A process-wide setting cannot be applied (librumi pinned it already)."""
+
+
+class RumiWriteError(RumiError, OSError):
+    """Writing a Rumi file (or its sidecar) failed."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+#: Builtin type -> the rumi_xarray type that also derives from it.
+_BY_BUILTIN: tuple[tuple[type[BaseException], type[RumiError]], ...] = (
+    (KeyError, RumiCatalogKeyError),
+    (IndexError, RumiSelectionError),
+    (NotImplementedError, RumiUnsupportedError),
+    (MemoryError, RumiMemoryError),
+    (FileNotFoundError, RumiFileNotFoundError),
+    (OSError, RumiIOError),
+    (ValueError, RumiFormatError),
+    (RuntimeError, RumiSettingsError),
+)
+
+
+def with_context(exc: BaseException, context: str, *, source: str | None = None,
+                 selection: str | None = None, row: int | None = None,
+                 kind: type[RumiError] | None = None) -> RumiError:
+    """Return ``exc`` as a :class:`RumiError` with ``context`` in front of its message.
+
+    The caller raises the result ``from exc``, so the original traceback stays
+    attached. Credentials are removed from the message.
+
+    Parameters
+    ----------
+    exc : BaseException
+        What librumi, fsspec or the OS raised.
+    context : str
+        What was being done, e.g. ``"s3://b/a.rumi (catalog row 3): reading
+        time=[0], bands=all, window=(0, 0, 512, 512)"``.
+    source : str, optional
+        Credential-free source name, kept as an attribute.
+    selection : str, optional
+        Selection text, kept as an attribute.
+    row : int, optional
+        Catalog row, kept as an attribute.
+    kind : type, optional
+        The class to raise; by default the rumi_xarray class matching the
+        builtin type of ``exc`` (``OSError`` -> :class:`RumiIOError`...), or
+        ``exc``'s own class when it already is a :class:`RumiError`.
+
+    Returns
+    -------
+    RumiError
+    """
+    from rumi_xarray.sources.redact import redact_text
+
+    if isinstance(exc, RumiError):
+        # Already has its context: keep the inner message, add ours in front.
+        source = source or exc.source
+        selection = selection or exc.selection
+        row = exc.row if row is None else row
+    message = redact_text(_message(exc))
+    text = f"{context}: {message}" if message else context
+    cls = kind or _kind_of(exc)
+    new = cls(text)
+    if isinstance(new, OSError):
+        code = getattr(exc, "errno", None)
+        if code is None and isinstance(exc, FileNotFoundError):
+            code = errno_codes.ENOENT
+        new.errno = code
+        new.strerror = getattr(exc, "strerror", None) or message
+        new.filename = getattr(exc, "filename", None) or source
+    new.source = source
+    new.selection = selection
+    new.row = row
+    return new
+
+
+def os_error(cls: type[RumiError], code: int | None, text: str,
+             filename: str | None = None) -> RumiError:
+    """Return an ``OSError``-derived rumi_xarray error with ``errno`` and ``filename`` set.
+
+    Parameters
+    ----------
+    cls : type
+        :class:`RumiIOError`, :class:`RumiFileNotFoundError` or
+        :class:`RumiWriteError`.
+    code : int or None
+        ``errno`` value.
+    text : str
+        The whole message (``str()`` of the error).
+    filename : str, optional
+
+    Returns
+    -------
+    RumiError
+    """
+    err = cls(text)
+    assert isinstance(err, OSError)
+    err.errno = code
+    err.strerror = text
+    err.filename = filename
+    err.source = filename
+    return err
+
+
+def _kind_of(exc: BaseException) -> type[RumiError]:
+    if isinstance(exc, RumiError):
+        return type(exc)
+    for builtin, ours in _BY_BUILTIN:
+        if isinstance(exc, builtin):
+            return ours
+    return RumiIOError
+
+
+def _message(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        text = str(exc.strerror)
+    elif isinstance(exc, KeyError) and exc.args:
+        text = str(exc.args[0])
+    else:
+        text = str(exc)
+    return " ".join(text.split())
+

@@ -1,0 +1,158 @@
+"""Scenes and cubes: what to read, described without reading anything.
+
+A :class:`Scene` is one Rumi source and the header that indexes its frames; a
+:class:`Cube` is one or more scenes of the same frame grid stacked along time
+(a single file is a cube of one scene). Both hold only picklable descriptions
+(paths, URLs, header bytes), so they travel inside dask graphs and to workers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from rumi_xarray.model.grid import Grid, read_group
+from rumi_xarray.sources.redact import redact
+
+
+@dataclass(frozen=True)
+class Scene:
+    """One Rumi source and the header that indexes it.
+
+    Parameters
+    ----------
+    source : str, bytes or range source
+        Local path, URL librumi's transport resolves, the file content, or a
+        source read through fsspec byte ranges (anything with a ``name``).
+    header : bytes
+        The external header (``rumi.info(...).header``).
+    catalog_row : int, optional
+        Catalog row the scene came from, named in error messages.
+    stamp : tuple of int, optional
+        ``(size, mtime_ns)`` of a local file when it was opened, so that a
+        read failing on a rewritten file says so.
+    """
+
+    source: Any = field(repr=False)
+    header: bytes = field(repr=False)
+    catalog_row: int | None = None
+    stamp: tuple[int, int] | None = field(default=None, repr=False)
+
+    @property
+    def name(self) -> str:
+        """Return a printable, credential-free name for messages and reprs."""
+        return source_name(self.source)
+
+    def describe(self) -> str:
+        """Return the name, with the catalog row when there is one."""
+        if self.catalog_row is None:
+            return self.name
+        return f"{self.name} (catalog row {self.catalog_row})"
+
+    def __repr__(self) -> str:
+        return f"Scene({self.describe()})"
+
+
+def source_name(source: Any) -> str:
+    """Return a printable, credential-free name of a source.
+
+    Parameters
+    ----------
+    source : str, bytes or range source
+
+    Returns
+    -------
+    str
+    """
+    if isinstance(source, str):
+        return redact(source)
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return f"<{len(source)} bytes in memory>"
+    return str(getattr(source, "name", type(source).__name__))
+
+
+@dataclass(frozen=True)
+class Cube:
+    """Scenes stacked along time, all sharing one frame grid.
+
+    Cube time step ``i`` is local step ``steps[i][1]`` of scene
+    ``steps[i][0]``.
+
+    Parameters
+    ----------
+    scenes : tuple of Scene
+    grid : Grid
+        The grid every scene shares.
+    steps : tuple of (int, int)
+        ``(scene index, local time index)`` per cube time step.
+    """
+
+    scenes: tuple[Scene, ...]
+    grid: Grid
+    steps: tuple[tuple[int, int], ...]
+
+    @classmethod
+    def single(cls, scene: Scene, grid: Grid) -> Cube:
+        """Return the cube of one file.
+
+        Parameters
+        ----------
+        scene : Scene
+        grid : Grid
+
+        Returns
+        -------
+        Cube
+        """
+        return cls((scene,), grid, tuple((0, t) for t in range(grid.time_count)))
+
+    @property
+    def shape(self) -> tuple[int, int, int, int]:
+        """Return ``(time, band, y, x)``."""
+        g = self.grid
+        return (len(self.steps), g.bands, g.height, g.width)
+
+    @property
+    def name(self) -> str:
+        """Return a printable name for messages."""
+        if len(self.scenes) == 1:
+            return self.scenes[0].describe()
+        return f"{len(self.scenes)} scenes ({self.scenes[0].describe()}, ...)"
+
+    def read_group(self, target_bytes: int, *, one_band: bool = False
+                   ) -> tuple[int, int, int, int]:
+        """Return the ``(time, band, y, x)`` shape of one read group of this cube.
+
+        Parameters
+        ----------
+        target_bytes : int
+        one_band : bool, default False
+
+        Returns
+        -------
+        tuple of int
+        """
+        return read_group(self.grid, len(self.steps), target_bytes, one_band=one_band)
+
+    def segments(self, times: np.ndarray) -> list[tuple[int, list[int], list[int]]]:
+        """Split cube time steps by scene.
+
+        Parameters
+        ----------
+        times : array of int
+            Cube time indices, in output order.
+
+        Returns
+        -------
+        list of (scene index, local times, output positions)
+            In order of first appearance.
+        """
+        out: dict[int, tuple[list[int], list[int]]] = {}
+        for pos, t in enumerate(times.tolist()):
+            scene, local = self.steps[t]
+            entry = out.setdefault(scene, ([], []))
+            entry[0].append(local)
+            entry[1].append(pos)
+        return [(s, loc, pos) for s, (loc, pos) in out.items()]

@@ -1,0 +1,205 @@
+"""Plan reads: turn block requests into as few native calls as possible.
+
+A *request* is a block of the cube: time steps, bands and one window. The
+planner splits requests by scene, merges what different requests need from
+the same scene window (so a pixel time series in one file is one read of all
+its time steps, not one per step), and batches equal-sized windows into
+``read_many`` calls bounded by a decoded-bytes budget. It never asks for a
+(time, band, window) that no request needs. Pure: :mod:`rumi_xarray.native`
+runs the calls.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+
+import numpy as np
+
+from rumi_xarray.model.cube import Cube
+
+#: Budget that never splits a call: one request is one call when it can be.
+UNBOUNDED = 2**62
+
+
+@dataclass(frozen=True)
+class Request:
+    """One block of the cube to produce: cube times x bands x window."""
+
+    times: tuple[int, ...]
+    bands: tuple[int, ...]
+    row: int
+    col: int
+    height: int
+    width: int
+
+
+@dataclass(frozen=True)
+class Call:
+    """One native read: equal windows of several scenes, shared times/bands."""
+
+    scenes: tuple[int, ...]
+    rows: tuple[int, ...]
+    cols: tuple[int, ...]
+    times: tuple[int, ...]
+    bands: tuple[int, ...]
+    height: int
+    width: int
+
+    @property
+    def samples_per_item(self) -> int:
+        """Return the decoded size of one item, in samples."""
+        return len(self.times) * len(self.bands) * self.height * self.width
+
+    def frames(self, cube: Cube) -> int:
+        """Return the frames this call decodes."""
+        g = cube.grid
+        return sum(g.frames_touched(len(self.times), len(self.bands), r, c, self.height,
+                                    self.width) for r, c in zip(self.rows, self.cols, strict=True))
+
+
+@dataclass(frozen=True)
+class Part:
+    """Where one piece of a request's output comes from.
+
+    ``out[t_out][:, b_out] = result_of_call[item][t_src][:, b_src]``.
+    """
+
+    call: int
+    item: int
+    t_out: tuple[int, ...]
+    t_src: tuple[int, ...]
+    b_out: tuple[int, ...]
+    b_src: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Calls to run and, per request, the parts that assemble it."""
+
+    calls: tuple[Call, ...]
+    parts: tuple[tuple[Part, ...], ...]
+
+
+def plan(cube: Cube, requests: list[Request], budget: int = UNBOUNDED) -> Plan:
+    """Plan the native calls that produce ``requests``.
+
+    Parameters
+    ----------
+    cube : Cube
+    requests : list of Request
+    budget : int
+        Upper bound on the decoded bytes of one call (a single window may
+        exceed it; it is then read alone).
+
+    Returns
+    -------
+    Plan
+    """
+    # 1. What each (scene, window) needs: band -> local time steps.
+    needs: dict[tuple[int, int, int, int, int], dict[int, set[int]]] = defaultdict(
+        lambda: defaultdict(set))
+    for req in requests:
+        window = (req.row, req.col, req.height, req.width)
+        for scene, local, _ in cube.segments(np.asarray(req.times, dtype=np.int64)):
+            per_band = needs[(scene, *window)]
+            for b in req.bands:
+                per_band[b].update(local)
+
+    # 2. Bands needing the same time steps share one piece, so the product
+    #    times x bands of every piece is exactly what was asked for.
+    pieces: dict[tuple[tuple[int, ...], tuple[int, ...], int, int], list[tuple[int, int, int]]]
+    pieces = defaultdict(list)
+    where: dict[tuple[int, int, int, int, int, int], tuple[tuple[int, ...], tuple[int, ...]]] = {}
+    for (scene, row, col, h, w), per_band in needs.items():
+        by_times: dict[tuple[int, ...], list[int]] = defaultdict(list)
+        for b, ts in per_band.items():
+            by_times[tuple(sorted(ts))].append(b)
+        for times, bands in by_times.items():
+            key = (times, tuple(sorted(bands)), h, w)
+            pieces[key].append((row, col, scene))
+            for b in bands:
+                where[(scene, row, col, h, w, b)] = key[:2]
+
+    # 3. Batch equal keys, neighbours first, under the budget.
+    itemsize = cube.grid.dtype.itemsize
+    calls: list[Call] = []
+    index: dict[tuple[int, int, int, tuple[int, ...], tuple[int, ...], int, int],
+                tuple[int, int]] = {}
+    for (times, bands, h, w), items in sorted(pieces.items()):
+        items.sort()
+        per_item = len(times) * len(bands) * h * w * itemsize
+        size = max(1, budget // max(per_item, 1))
+        # Even batches: 64 windows at 21 per call become 4 x 16, not 21+21+21+1.
+        size = math.ceil(len(items) / math.ceil(len(items) / size))
+        for start in range(0, len(items), size):
+            batch = items[start:start + size]
+            for k, (row, col, scene) in enumerate(batch):
+                index[(scene, row, col, times, bands, h, w)] = (len(calls), k)
+            calls.append(Call(scenes=tuple(s for _, _, s in batch),
+                              rows=tuple(r for r, _, _ in batch),
+                              cols=tuple(c for _, c, _ in batch),
+                              times=times, bands=bands, height=h, width=w))
+
+    # 4. For every request, the parts of calls that fill it.
+    all_parts: list[tuple[Part, ...]] = []
+    for req in requests:
+        parts: list[Part] = []
+        segs = cube.segments(np.asarray(req.times, dtype=np.int64))
+        for scene, local, t_out in segs:
+            groups: dict[tuple[tuple[int, ...], tuple[int, ...]], list[int]] = defaultdict(list)
+            for bo, b in enumerate(req.bands):
+                key = where[(scene, req.row, req.col, req.height, req.width, b)]
+                groups[key].append(bo)
+            for (times, bands), b_outs in groups.items():
+                call, item = index[(scene, req.row, req.col, times, bands,
+                                    req.height, req.width)]
+                t_pos = {t: i for i, t in enumerate(times)}
+                b_pos = {b: i for i, b in enumerate(bands)}
+                parts.append(Part(call=call, item=item, t_out=tuple(t_out),
+                                  t_src=tuple(t_pos[t] for t in local),
+                                  b_out=tuple(b_outs),
+                                  b_src=tuple(b_pos[req.bands[bo]] for bo in b_outs)))
+        all_parts.append(tuple(parts))
+    return Plan(calls=tuple(calls), parts=tuple(all_parts))
+
+
+def _axis(values: tuple[int, ...]) -> slice | np.ndarray:
+    """Return a slice when the positions are a contiguous run (a view, no copy)."""
+    if values and values == tuple(range(values[0], values[0] + len(values))):
+        return slice(values[0], values[0] + len(values))
+    return np.asarray(values, dtype=np.intp)
+
+
+def assemble(request: Request, parts: tuple[Part, ...], results: list[np.ndarray],
+             dtype: np.dtype) -> np.ndarray:
+    """Build a request's ``(time, band, y, x)`` block from call results.
+
+    Parameters
+    ----------
+    request : Request
+    parts : tuple of Part
+        From :func:`plan`.
+    results : list of numpy.ndarray
+        One result per call the parts refer to, indexed by ``Part.call``.
+    dtype : numpy.dtype
+
+    Returns
+    -------
+    numpy.ndarray
+    """
+    shape = (len(request.times), len(request.bands), request.height, request.width)
+    if len(parts) == 1:
+        p = parts[0]
+        src = results[p.call][p.item]
+        if (p.t_out == tuple(range(shape[0])) and p.b_out == tuple(range(shape[1]))):
+            t, b = _axis(p.t_src), _axis(p.b_src)
+            if isinstance(t, slice) and isinstance(b, slice):
+                return src[t, b]
+    out = np.empty(shape, dtype=dtype)
+    for p in parts:
+        src = results[p.call][p.item]
+        block = src[np.ix_(p.t_src, p.b_src)]
+        out[np.ix_(p.t_out, p.b_out)] = block
+    return out

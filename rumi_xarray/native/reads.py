@@ -1,0 +1,366 @@
+"""Reads through librumi: metadata, windows into numpy buffers, byte plans.
+
+Everything else in the package describes *what* to read (scenes, windows,
+time and band lists, planned calls); this module turns that into librumi
+calls (``rumi``'s Python API for metadata, its C API through
+:mod:`rumi_xarray.native.binding` for reads into our buffers and byte plans),
+adds the context librumi's messages lack (which file, which selection, which
+catalog row) as :class:`~rumi_xarray.errors.RumiError` subclasses, and counts
+what was read.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import rumi
+
+from rumi_xarray.errors import (
+    RumiError,
+    RumiFileChangedError,
+    RumiFileNotFoundError,
+    RumiFormatError,
+    os_error,
+    with_context,
+)
+from rumi_xarray.model.cube import Cube, Scene, source_name
+from rumi_xarray.model.planning import Call
+from rumi_xarray.native import binding, process
+from rumi_xarray.native.stats import STATS
+from rumi_xarray.sources.transport import RangeSource
+
+#: Axis order of :func:`reference_read`: dimensions never depend on T.
+PATTERN = "t b y x"
+
+#: librumi's exception types (what it raises for bad input, I/O, decoding).
+NATIVE_ERRORS = (ValueError, OSError, RuntimeError, MemoryError, NotImplementedError)
+
+Window = tuple[Scene, int, int]
+
+
+# --- metadata -------------------------------------------------------------------
+
+
+def info(source: Any, header: bytes | None = None) -> Any:
+    """Read a source's metadata (index, georeferencing, labels).
+
+    Parameters
+    ----------
+    source : str, bytes or RangeSource
+        Path, URL, file content or range-read source.
+    header : bytes, optional
+        When given, librumi checks that it indexes ``source``.
+
+    Returns
+    -------
+    rumi.Metadata
+
+    Raises
+    ------
+    RumiFormatError
+        Not a Rumi file, or ``header`` belongs to another file.
+    RumiIOError
+        The source cannot be read.
+    """
+    name = source_name(source)
+    if isinstance(source, str) and "://" not in source and not os.path.exists(source):
+        raise os_error(RumiFileNotFoundError, errno.ENOENT, f"{name}: no such file", name)
+    try:
+        meta = _info(source, header)
+    except NATIVE_ERRORS as exc:
+        if header is not None and "does not match" in str(exc):
+            raise RumiFormatError(
+                f"{name}: the header given does not index this file (it belongs to "
+                f"another file or was altered)") from exc
+        hint = _not_rumi_hint(source, exc)
+        raise with_context(exc, f"{name}: not a readable Rumi file{hint}", source=name) from exc
+    STATS.add(metadata=1)
+    return meta
+
+
+def _not_rumi_hint(source: Any, exc: BaseException) -> str:
+    """Suggest ``convert`` when a local file is a GeoTIFF, netCDF or Zarr store."""
+    if not isinstance(source, str) or "://" in source or isinstance(exc, OSError):
+        return ""
+    try:
+        with open(source, "rb") as f:
+            magic = f.read(8)
+    except OSError:
+        return ""
+    kinds = {b"II*\x00": "a TIFF", b"MM\x00*": "a TIFF", b"II+\x00": "a BigTIFF",
+             b"MM\x00+": "a BigTIFF", b"CDF\x01": "a netCDF", b"CDF\x02": "a netCDF",
+             b"\x89HDF": "a netCDF-4/HDF5"}
+    kind = kinds.get(magic[:4])
+    if kind is None:
+        return ""
+    return (f" (it is {kind} file; convert it first: rumi-xarray convert "
+            f"{os.path.basename(source)} out.rumi)")
+
+
+def _info(source: Any, header: bytes | None) -> Any:
+    if not isinstance(source, RangeSource):
+        return rumi.info(source=source, header=header)
+    failure: ValueError | None = None
+    for image in source.metadata_images():
+        try:
+            return rumi.info(source=image, header=header)
+        except ValueError as exc:
+            if "does not match" in str(exc):
+                raise
+            failure = exc  # the trailer may lie beyond this probe: try a larger one
+    assert failure is not None
+    raise failure
+
+
+def header_info(header: bytes) -> Any:
+    """Parse a header alone: geometry, dtype and frame layout, no labels.
+
+    Parameters
+    ----------
+    header : bytes
+        External header bytes.
+
+    Returns
+    -------
+    rumi.Metadata
+    """
+    return rumi.info(header=header)
+
+
+def stamp(source: Any) -> tuple[int, int] | None:
+    """Return ``(size, mtime_ns)`` of a local file, to notice later rewrites.
+
+    Parameters
+    ----------
+    source : str or other source
+
+    Returns
+    -------
+    tuple of int or None
+        ``None`` for anything but a local path.
+    """
+    if not isinstance(source, str) or "://" in source:
+        return None
+    st = os.stat(source)
+    return (int(st.st_size), int(st.st_mtime_ns))
+
+
+# --- reads ----------------------------------------------------------------------
+
+
+def read(windows: Sequence[Window], times: Sequence[int], bands: Sequence[int],
+         height: int, width: int, dtype: np.dtype, frames: int = 0,
+         out: np.ndarray | None = None) -> np.ndarray:
+    """Read equal-sized windows from one or more scenes in ONE native call.
+
+    librumi decodes straight into a numpy buffer (``out`` when given), so a
+    caller that owns the final array pays no copy.
+
+    Parameters
+    ----------
+    windows : sequence of (Scene, row, col)
+        Scene and top-left corner of each window. One window is a
+        ``rumi_read``, more a ``rumi_read_many`` (one plan, one transport
+        submission).
+    times, bands : sequence of int
+        Time steps and bands within each scene.
+    height, width : int
+        Window size shared by every item.
+    dtype : numpy.dtype
+        The scenes' sample type.
+    frames : int, optional
+        Frames the whole call touches, for :func:`rumi_xarray.stats` only.
+    out : numpy.ndarray, optional
+        C-contiguous destination shaped like the result.
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape ``(n_windows, n_times, n_bands, height, width)``.
+    """
+    process.configure()
+    time_arg, band_arg = [int(t) for t in times], [int(b) for b in bands]
+    shape = (len(windows), len(time_arg), len(band_arg), height, width)
+    if out is None:
+        out = np.empty(shape, dtype=dtype)
+    elif out.shape != shape or out.dtype != dtype:
+        raise ValueError(f"read: destination is {out.shape} {out.dtype}, needs {shape} {dtype}")
+    try:
+        native = _materialize(windows, time_arg, band_arg, height, width)
+        binding.read_into(out, [(s.source, s.header, r, c) for s, r, c in native],
+                          time_arg, band_arg, height, width)
+    except NATIVE_ERRORS as exc:
+        raise _locate_failure(exc, windows, time_arg, band_arg, height, width, dtype) from exc
+    STATS.add(calls=1, items=len(windows), frames=frames, bytes=int(out.nbytes))
+    return out
+
+
+def run(cube: Cube, call: Call, out: np.ndarray | None = None) -> np.ndarray:
+    """Run one planned call.
+
+    Parameters
+    ----------
+    cube : Cube
+    call : Call
+    out : numpy.ndarray, optional
+        Contiguous ``(n_items, n_times, n_bands, height, width)`` destination.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(n_items, n_times, n_bands, height, width)``.
+    """
+    windows = [(cube.scenes[s], r, c) for s, r, c in zip(call.scenes, call.rows, call.cols,
+                                                         strict=True)]
+    return read(windows, call.times, call.bands, call.height, call.width, cube.grid.dtype,
+                frames=call.frames(cube), out=out)
+
+
+def reference_read(scene: Scene) -> np.ndarray:
+    """Return a whole file through librumi's own Python API (``rumi.read``).
+
+    The ground truth the demo checks rumi_xarray's reads against: a
+    different path through librumi than :func:`read`'s buffer reads.
+
+    Parameters
+    ----------
+    scene : Scene
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(time, band, y, x)``.
+    """
+    process.configure()
+    return rumi.read(scene.source, scene.header, pattern=PATTERN)
+
+
+def _materialize(windows: Sequence[Window], times: list[int] | None, bands: list[int] | None,
+                 height: int, width: int) -> Sequence[Window]:
+    """Replace range-read sources by sparse images holding the planned frames."""
+    ranged: dict[int, list[int]] = {}
+    for i, (scene, _, _) in enumerate(windows):
+        if isinstance(scene.source, RangeSource):
+            ranged.setdefault(id(scene), []).append(i)
+    if not ranged:
+        return windows
+    out = list(windows)
+    for indices in ranged.values():
+        scene = windows[indices[0]][0]
+        ranges = [r for i in indices
+                  for r in plan_ranges(scene, times, bands, windows[i][1], windows[i][2],
+                                       height, width)]
+        local = Scene(scene.source.image(ranges), scene.header, scene.catalog_row)
+        for i in indices:
+            out[i] = (local, windows[i][1], windows[i][2])
+    return out
+
+
+def selection_text(times: Sequence[int] | None, bands: Sequence[int] | None,
+                   height: int, width: int, corners: Sequence[tuple[int, int]]) -> str:
+    """Return a selection as text for error messages.
+
+    Parameters
+    ----------
+    times, bands : sequence of int or None
+    height, width : int
+    corners : sequence of (row, col)
+
+    Returns
+    -------
+    str
+    """
+    shown = ", ".join(f"({r}, {c}, {height}, {width})" for r, c in corners[:4])
+    if len(corners) > 4:
+        shown += f", ... {len(corners)} windows"
+    return f"time={_short(times)}, bands={_short(bands)}, window(s)=[{shown}]"
+
+
+def _short(values: Sequence[int] | None) -> str:
+    if values is None:
+        return "all"
+    values = list(values)
+    if len(values) > 8:
+        return f"[{values[0]}, {values[1]}, ... {values[-1]}] ({len(values)})"
+    return str(values)
+
+
+def _locate_failure(exc: BaseException, windows: Sequence[Window], times: list[int],
+                    bands: list[int], height: int, width: int, dtype: np.dtype
+                    ) -> RumiError:
+    """Name the scene that made a read fail, and notice files rewritten since open.
+
+    librumi reports the cause but not which item of a ``read_many`` caused it,
+    so on failure (never on the fast path) each scene is read again alone to
+    find the first culprit.
+    """
+    culprit: Window | None = windows[0] if len(windows) == 1 else None
+    if culprit is None:
+        probe = np.empty((1, len(times), len(bands), height, width), dtype=dtype)
+        for window in windows:
+            try:
+                scene, r, c = _materialize([window], times, bands, height, width)[0]
+                binding.read_into(probe, [(scene.source, scene.header, r, c)], times, bands,
+                                  height, width)
+            except Exception:
+                culprit = window
+                break
+    if culprit is None:
+        selection = selection_text(times, bands, height, width,
+                                   [(r, c) for _, r, c in windows])
+        names = ", ".join(s.describe() for s, _, _ in windows[:3])
+        return with_context(exc, f"reading {len(windows)} windows from {names}: {selection}",
+                            selection=selection)
+    scene, r, c = culprit
+    selection = selection_text(times, bands, height, width, [(r, c)])
+    context = f"{scene.describe()}: reading {selection}"
+    changed = _changed(scene)
+    if changed:
+        return with_context(exc, f"{scene.describe()}: the file changed since it was opened "
+                                 f"({changed}); open it again", source=scene.name,
+                            selection=selection, row=scene.catalog_row,
+                            kind=RumiFileChangedError)
+    return with_context(exc, context, source=scene.name, selection=selection,
+                        row=scene.catalog_row)
+
+
+def _changed(scene: Scene) -> str:
+    """Return how a local file differs from when its scene was opened ('' if not)."""
+    if scene.stamp is None:
+        return ""
+    try:
+        now = stamp(scene.source)
+    except OSError:
+        return "it is gone"
+    if now == scene.stamp:
+        return ""
+    return f"size {scene.stamp[0]} -> {now[0] if now else '?'} bytes, or modified"
+
+
+# --- byte planning (librumi's C API the Python API does not expose) -------------
+
+
+def plan_ranges(scene: Scene, times: Sequence[int] | None, bands: Sequence[int] | None,
+                row: int, col: int, height: int, width: int) -> list[tuple[int, int]]:
+    """Return the compressed byte ranges a window read would fetch.
+
+    Parameters
+    ----------
+    scene : Scene
+        Scene whose header indexes the frames.
+    times, bands : sequence of int or None
+        Selection within the scene; ``None`` means all.
+    row, col, height, width : int
+        The window.
+
+    Returns
+    -------
+    list of (offset, length)
+        One range per frame, as librumi plans them; no I/O happens.
+    """
+    return binding.plan_ranges(scene.header, times, bands, row, col, height, width)
+

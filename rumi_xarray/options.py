@@ -1,0 +1,262 @@
+"""One settings registry: ``rx.set_options(...)``, also a context manager.
+
+Every tunable of rumi_xarray lives here, and nothing else reads the
+environment. Environment variables give the starting values (so dask workers
+started with them inherit them); :func:`set_options` changes them for the
+process, or for a ``with`` block::
+
+    rx.set_options(cache_bytes="256MiB")
+    with rx.set_options(group_bytes="32MiB", progress=False):
+        ds = xr.open_dataset("cube.rumi", engine="rumi", chunks={})
+
+========================  =========================  ===============================
+option                    environment variable       meaning
+========================  =========================  ===============================
+``cache_bytes``           ``RUMI_XARRAY_CACHE_BYTES``  decoded-tile cache of lazy reads;
+                                                      ``None``: 5 % of RAM (64 MiB to
+                                                      2 GiB), and in a dask worker at
+                                                      most 10 % of its memory limit
+``group_bytes``           ``RUMI_XARRAY_GROUP_BYTES``  decoded bytes of one read group
+                                                      (the preferred dask chunk);
+                                                      ``None``: dask's
+                                                      ``array.chunk-size``
+``verify``                ``RUMI_VERIFY``            librumi frame checksums (on)
+``threads``               ``RUMI_NUM_THREADS``       librumi's thread pool; ``None``:
+                                                      one per dask worker thread
+``progress``              ``RUMI_XARRAY_PROGRESS``   progress bars: ``None`` shows them
+                                                      in terminals and notebooks
+``sidecar``               ``RUMI_XARRAY_SIDECAR``    read ``<file>.aux.json`` at open
+========================  =========================  ===============================
+
+``verify`` and ``threads`` are librumi process settings, fixed at the first
+decoded frame of a process; they are applied at rumi_xarray's first read, not
+at import, and changing them afterwards raises :class:`~rumi_xarray.errors.RumiSettingsError`.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Mapping
+from types import TracebackType
+from typing import Any
+
+__all__ = ["get_options", "set_options"]
+
+_ENV = {
+    "cache_bytes": "RUMI_XARRAY_CACHE_BYTES",
+    "group_bytes": "RUMI_XARRAY_GROUP_BYTES",
+    "verify": "RUMI_VERIFY",
+    "threads": "RUMI_NUM_THREADS",
+    "progress": "RUMI_XARRAY_PROGRESS",
+    "sidecar": "RUMI_XARRAY_SIDECAR",
+}
+_DEFAULTS: dict[str, Any] = {
+    "cache_bytes": None,
+    "group_bytes": None,
+    "verify": True,
+    "threads": None,
+    "progress": None,
+    "sidecar": True,
+}
+_TRUE = ("1", "true", "on", "yes")
+_FALSE = ("0", "false", "off", "no")
+
+_lock = threading.RLock()
+_values: dict[str, Any] | None = None
+#: Options whose change must reach live state (cache size, librumi settings).
+_hooks: dict[str, Callable[[Any], None]] = {}
+
+
+def _bytes(name: str, value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        from rumi_xarray.dask.sizes import parse_bytes
+
+        try:
+            value = parse_bytes(value)
+        except ValueError as exc:
+            raise ValueError(f"{name}: cannot read {value!r} as a size in bytes") from exc
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{name} must be a non-negative number of bytes, got {value!r}")
+    return int(value)
+
+
+def _flag(name: str, value: Any, none_ok: bool = False) -> bool | None:
+    if value is None and none_ok:
+        return None
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text in _TRUE:
+            return True
+        if text in _FALSE:
+            return False
+        if none_ok and text in ("auto", ""):
+            return None
+    if isinstance(value, bool):
+        return value
+    raise ValueError(f"{name} must be True or False{' or None' if none_ok else ''}, "
+                     f"got {value!r}")
+
+
+def _threads(name: str, value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        if value.strip().upper() == "ALL_CPUS":
+            return os.cpu_count() or 1
+        try:
+            value = int(value)
+        except ValueError:
+            raise ValueError(f"{name} must be a whole number, got {value!r}") from None
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1024:
+        raise ValueError(f"{name} must be an integer from 1 to 1024, got {value!r}")
+    return int(value)
+
+
+_VALIDATE: dict[str, Callable[[str, Any], Any]] = {
+    "cache_bytes": _bytes,
+    "group_bytes": lambda n, v: None if v is None else max(1, _bytes(n, v) or 1),
+    "verify": _flag,
+    "threads": _threads,
+    "progress": lambda n, v: _flag(n, v, none_ok=True),
+    "sidecar": _flag,
+}
+
+
+def _load() -> dict[str, Any]:
+    """Return the live values, reading the environment the first time."""
+    global _values
+    with _lock:
+        if _values is None:
+            values = dict(_DEFAULTS)
+            for name, variable in _ENV.items():
+                text = os.environ.get(variable)
+                if text is not None and text.strip():
+                    try:
+                        values[name] = _VALIDATE[name](variable, text)
+                    except ValueError as exc:
+                        raise ValueError(f"environment variable {exc}") from None
+            _values = values
+        return _values
+
+
+def get_options() -> Mapping[str, Any]:
+    """Return the current settings.
+
+    Returns
+    -------
+    dict
+        A copy: option name -> value (``None`` where a default is computed
+        when used, see :func:`set_options`).
+    """
+    with _lock:
+        return dict(_load())
+
+
+def option(name: str) -> Any:
+    """Return one setting's current value.
+
+    Parameters
+    ----------
+    name : str
+
+    Returns
+    -------
+    object
+    """
+    return _load()[name]
+
+
+def from_environment(name: str) -> bool:
+    """Return whether an option's value was given by its environment variable.
+
+    Parameters
+    ----------
+    name : str
+
+    Returns
+    -------
+    bool
+    """
+    text = os.environ.get(_ENV[name])
+    return text is not None and bool(text.strip())
+
+
+def on_change(name: str, hook: Callable[[Any], None]) -> None:
+    """Register the function that applies a new value of ``name`` to live state.
+
+    Parameters
+    ----------
+    name : str
+    hook : callable
+        Called with the new value; may raise to refuse it.
+    """
+    _hooks[name] = hook
+
+
+class set_options:  # noqa: N801  (named like xarray's set_options, used the same way)
+    """Change rumi_xarray settings, for the process or within a ``with`` block.
+
+    Parameters
+    ----------
+    cache_bytes : int or str, optional
+        Capacity of the decoded-tile cache of lazy reads (``"256MiB"``); 0
+        turns it off. ``None``: 5 % of RAM, between 64 MiB and 2 GiB, and in
+        a dask worker at most 10 % of its memory limit.
+    group_bytes : int or str, optional
+        Decoded bytes of one read group: the size ``chunks={}`` gives a dask
+        chunk (whole frames, grown along band, then time, then x and y).
+        ``None``: dask's ``array.chunk-size``.
+    verify : bool
+        librumi's frame checksum verification (default on).
+    threads : int, optional
+        librumi's thread pool size; ``None``: one per dask worker thread.
+    progress : bool, optional
+        Progress bars for long operations (``None``: in terminals and
+        notebooks).
+    sidecar : bool
+        Read ``<file>.aux.json`` (nodata, scale, offset, units) when opening.
+
+    Examples
+    --------
+    >>> import rumi_xarray as rx
+    >>> with rx.set_options(group_bytes="32MiB"):
+    ...     pass
+    """
+
+    def __init__(self, **options: Any) -> None:
+        unknown = sorted(set(options) - set(_DEFAULTS))
+        if unknown:
+            raise ValueError(f"unknown option(s) {unknown}; valid options: {sorted(_DEFAULTS)}")
+        checked = {name: _VALIDATE[name](name, value) for name, value in options.items()}
+        with _lock:
+            values = _load()
+            self._old = {name: values[name] for name in checked}
+            self._apply(checked)
+
+    @staticmethod
+    def _apply(changes: Mapping[str, Any]) -> None:
+        values = _load()
+        for name, value in changes.items():
+            old = values[name]
+            if old == value:
+                continue
+            values[name] = value
+            hook = _hooks.get(name)
+            if hook is not None:
+                try:
+                    hook(value)
+                except Exception:
+                    values[name] = old
+                    raise
+
+    def __enter__(self) -> set_options:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        with _lock:
+            self._apply(self._old)
+

@@ -1,0 +1,1 @@
+"""Where data come from: source resolution, fsspec range transport, redaction."""

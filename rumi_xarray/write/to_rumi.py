@@ -1,0 +1,279 @@
+"""Write Rumi files: :func:`write_array` for arrays, :func:`to_rumi` for xarray objects.
+
+:func:`write_array` takes a ``(time, band, y, x)`` numpy or dask array plus
+labels. Dask input is rechunked to whole frames and compressed frame by frame
+in parallel dask tasks, so the whole array is never held in memory, only its
+compressed frames (which ``rumi.write`` needs all at once to lay out the
+file). :func:`to_rumi` derives those labels from an xarray object
+(:mod:`rumi_xarray.write.prepare`) and hands a lazily chunked array to
+:func:`write_array`.
+
+Every write goes to a hidden temporary file in the destination directory that
+replaces the destination only once complete, so no failure (bad input,
+compression error, interrupt) ever leaves a partial or clobbered file behind.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Hashable, Sequence
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from rumi_xarray import progress as progress_bars
+from rumi_xarray.errors import RumiError, RumiWriteError, with_context
+from rumi_xarray.native.files import write_file
+from rumi_xarray.native.frames import (
+    DEFAULT_CODEC,
+    PATTERNS,
+    Compressor,
+    FrameSpec,
+    check_dtype,
+    frame_block,
+    frame_chunks,
+    frame_specs,
+)
+from rumi_xarray.write.atomic import atomic_path
+from rumi_xarray.write.prepare import prepare
+
+
+def write_array(path: str | os.PathLike[str], data: Any, *, bands: Sequence[str],
+                time: Sequence[Any], transform: Sequence[float] | None = None,
+                crs: Any = None, pixel_is_point: bool = False, tile_size: int = 512,
+                codec: str = DEFAULT_CODEC, error: Any = None, frame: str = "plane",
+                pattern: str | None = None, progress: bool | None = None) -> bytes:
+    """Write a ``(time, band, y, x)`` array as a Rumi file.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        Local output path, replaced atomically. Nothing is left behind on
+        failure.
+    data : numpy.ndarray or dask.array.Array
+        Four axes ``(time, band, y, x)``. A dask array is rechunked to whole
+        frames and compressed frame by frame in dask tasks, never
+        materialised whole.
+    bands : sequence of str
+        One unique, non-empty text per band.
+    time : sequence
+        One instant (date, datetime, ISO text, datetime64) or ``(start, end)``
+        interval per time step.
+    transform : sequence of float, optional
+        Six coefficients in rasterio order; requires ``crs``.
+    crs : int, str or pyproj.CRS, optional
+        EPSG code.
+    pixel_is_point : bool, default False
+    tile_size : int, default 512
+    codec : str
+        geozl graph recipe.
+    error : int, float or str, optional
+        Lossy bound; ``None`` is lossless.
+    frame : {"plane", "plane-bt", "cell", "cell-hwb"}
+        Named frame layout (ignored when ``pattern`` is given).
+    pattern : str, optional
+        A rumi frame pattern over ``t b (row h) (col w)``.
+    progress : bool, optional
+        Show a progress bar; ``None`` follows ``rx.set_options(progress=...)``
+        (by default, in terminals and notebooks).
+
+    Returns
+    -------
+    bytes
+        The external header.
+    """
+    target = _target(path)
+    if data.ndim != 4:
+        raise ValueError(f"{target}: write_array takes (time, band, y, x), got {data.ndim} axes")
+    pattern = _pattern(target, frame, pattern)
+    _check_tile_size(target, tile_size)
+    dtype = check_dtype(target, np.dtype(data.dtype))
+    compress = Compressor(codec, error)
+    compress.check(dtype, target)
+    with atomic_path(target) as temporary:
+        try:
+            table, specs = frame_specs(tuple(int(n) for n in data.shape), dtype, pattern,
+                                       tile_size)
+            payloads = _compress_all(data, specs, compress, progress)
+            header = write_file(temporary, table, payloads, bands=bands, time=time,
+                                transform=transform, crs=crs, pixel_is_point=pixel_is_point)
+        except RumiError:
+            raise
+        except (ValueError, TypeError, OSError, RuntimeError, MemoryError) as exc:
+            if isinstance(exc, TypeError):
+                raise TypeError(f"{target}: {exc}") from exc
+            raise with_context(exc, target, source=target,
+                               kind=RumiWriteError if isinstance(exc, OSError) else None
+                               ) from exc
+    return header
+
+
+def _target(path: str | os.PathLike[str]) -> str:
+    """Return the local path to write, refusing URLs (rumi writes local files)."""
+    target = os.fspath(path)
+    if isinstance(target, bytes):
+        target = os.fsdecode(target)
+    if "://" in target:
+        raise ValueError(f"{target}: Rumi writes local files; write locally, then upload")
+    return target
+
+
+def _pattern(target: str, frame: str, pattern: str | None) -> str:
+    if pattern is not None:
+        return pattern
+    if frame not in PATTERNS:
+        raise ValueError(f"{target}: frame must be one of {sorted(PATTERNS)}, got {frame!r}")
+    return PATTERNS[frame]
+
+
+def _check_tile_size(target: str, tile_size: int) -> None:
+    if isinstance(tile_size, bool) or not isinstance(tile_size, (int, np.integer)) or not (
+            1 <= tile_size <= 65535):
+        raise ValueError(f"{target}: tile_size must be an integer in [1, 65535], "
+                         f"got {tile_size!r}")
+
+
+
+def _compress_all(data: Any, specs: list[FrameSpec], compress: Compressor,
+                  show: bool | None) -> list[bytes]:
+    with progress_bars.bar(len(specs), "compressing", unit="frame", show=show) as advance:
+        if isinstance(data, np.ndarray):
+            out = []
+            for s in specs:
+                out.append(compress(frame_block(data[s.time, s.band, s.rows, s.cols], s.axes)))
+                advance(1)
+            return out
+        from rumi_xarray.dask.write import compress_frames
+
+        first = specs[0]
+        frame_shape = (first.time.stop - first.time.start, first.band.stop - first.band.start,
+                       first.rows.stop - first.rows.start, first.cols.stop - first.cols.start)
+        starts = [(s.time.start, s.band.start, s.rows.start, s.cols.start) for s in specs]
+        return compress_frames(data, starts, frame_shape, _FrameCompressor(compress, specs),
+                               advance)
+
+
+class _FrameCompressor:
+    """Compress one frame block given as ``(t, b, h, w)``: picklable, for dask tasks."""
+
+    def __init__(self, compress: Compressor, specs: list[FrameSpec]) -> None:
+        self.compress = compress
+        self.axes = specs[0].axes
+
+    def __call__(self, block: np.ndarray) -> bytes:
+        return self.compress(frame_block(block, self.axes))
+
+
+# --- xarray objects -------------------------------------------------------------
+
+
+def to_rumi(obj: xr.DataArray | xr.Dataset, path: str | os.PathLike[str], *,
+            tile_size: int = 512, codec: str = DEFAULT_CODEC, frame: str = "plane",
+            error: Any = None, band_dim: str = "band", time_dim: str = "time",
+            variable: Hashable | None = None, time: Any = None, crs: Any = None,
+            progress: bool | None = None) -> bytes:
+    """Write an xarray object as a Rumi file.
+
+    What is written, and where it comes from:
+
+    - **data**: a DataArray; or from a Dataset, ``variable``, else
+      ``band_data``, else its only raster variable (one with y and x
+      dimensions), else all its raster variables as one band each, named by
+      variable (the layout ``band_as_variable=True`` opens). Dimensions may
+      come in any order and are transposed to ``(time, band, y, x)``;
+      ``band`` and ``time`` may be missing (one band, one time step).
+      y/x are the dimensions named ``y``/``lat``/``latitude`` and
+      ``x``/``lon``/``longitude``, or the two remaining ones, in order.
+    - **band names**: the ``band`` coordinate, as text; without one, the
+      variable name for a single named band, else ``band_1``, ``band_2``...
+    - **time**: the ``time`` coordinate (datetime64, dates, datetimes, or
+      numbers with CF ``units``) as instants; with a bounds variable
+      (``time.attrs["bounds"]``, e.g. ``time_bnds``, looked up in the Dataset)
+      as ``(start, end)`` intervals. Without a time dimension: the scalar
+      ``time`` coordinate. ``time=`` overrides both, and is required when
+      there is neither: Rumi labels every time step. Times are UTC and whole
+      seconds; they must be strictly increasing (intervals must not overlap).
+    - **georeferencing**: regularly spaced 1-D ``x``/``y`` coordinates (pixel
+      centres) give the transform; without them (rotated grids, a single
+      row or column), the ``GeoTransform`` attribute (GDAL order, corner
+      based) of the grid-mapping coordinate (``spatial_ref``). The EPSG code
+      comes from that coordinate's ``crs_wkt``/``spatial_ref``/``epsg``
+      attributes, else from rioxarray's ``obj.rio.crs`` when installed;
+      ``crs=`` replaces it (or supplies one, e.g. for netCDF lat/lon grids
+      without a grid mapping).
+      ``AREA_OR_POINT == "Point"`` records PixelIsPoint: the stored origin is
+      then the centre of pixel (0, 0). No coordinates and no CRS writes an
+      image without georeferencing; a transform without a CRS (or the
+      reverse) is an error.
+
+    Values are written as they are in memory: big-endian samples are
+    byte-swapped (losslessly), CF-decoded variables are stored decoded (Rumi
+    has no scale, offset or nodata).
+
+    Parameters
+    ----------
+    obj : xarray.DataArray or xarray.Dataset
+        Numpy-, dask- or lazily backed. Dask input stays lazy: it is
+        compressed frame by frame in parallel dask tasks. Other input is
+        chunked to frames first, so lazily opened files are read a frame at
+        a time too.
+    path : str or os.PathLike
+        Local destination, replaced atomically; on any failure nothing is
+        left behind (an existing file is kept as it was).
+    tile_size : int, default 512
+        Square tile size, 1 to 65535; edge tiles are clipped.
+    codec : str, default ``"planar>zigzag>zstd"``
+        geozl graph recipe for lossless frames.
+    frame : {"plane", "plane-bt", "cell", "cell-hwb"}, default "plane"
+        Frame layout: ``plane`` stores one band of one time step per frame
+        (index walks time, then band), ``plane-bt`` the same walking band then
+        time, ``cell`` every band and time step of a tile in one frame
+        (band-planar), ``cell-hwb`` the same pixel-interleaved.
+    error : int, float or str, optional
+        Lossy compression: an absolute bound (number) or a relative one
+        (``"1%"``), or a full geozl recipe. ``None`` (default) is lossless.
+    band_dim, time_dim : str, default "band", "time"
+        Names of the band and time dimensions of ``obj``.
+    variable : hashable, optional
+        The Dataset variable to write.
+    time : optional
+        Time labels replacing those of ``obj``: one instant or ``(start,
+        end)`` pair per time step (a single one for data without a time
+        dimension). Accepts datetime64, dates, datetimes and ISO text.
+    crs : int, str or pyproj.CRS, optional
+        The CRS to record instead of the data's own (which may be missing):
+        an EPSG code, ``"EPSG:4326"``, WKT, or anything with ``to_epsg()``.
+    progress : bool, optional
+        Show a progress bar (frames compressed). ``None`` follows
+        ``rx.set_options(progress=...)``: by default, in terminals and
+        notebooks.
+
+    Returns
+    -------
+    bytes
+        The file's external header.
+
+    Raises
+    ------
+    ValueError
+        Labels or georeferencing Rumi cannot store: duplicate or empty band
+        names, missing/NaT/fractional-second/non-increasing times, a CRS
+        without an EPSG code, a transform without a CRS, irregular
+        coordinates, extra dimensions. Raised before any frame is compressed.
+    TypeError
+        A sample type Rumi cannot store (datetime64, object, strings...).
+    OSError
+        The destination cannot be written.
+    """
+    target = _target(path)
+    pattern = _pattern(target, frame, None)
+    _check_tile_size(target, tile_size)
+    prepared = prepare(obj, target, band_dim=band_dim, time_dim=time_dim,
+                       variable=variable, time=time, crs=crs,
+                       chunks=frame_chunks(pattern, tile_size))
+    data = prepared.data.data
+    return write_array(target, data, bands=prepared.bands, time=prepared.time,
+                       transform=prepared.transform, crs=prepared.crs,
+                       pixel_is_point=prepared.pixel_is_point, tile_size=tile_size,
+                       codec=codec, error=error, pattern=pattern, progress=progress)

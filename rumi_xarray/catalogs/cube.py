@@ -76,7 +76,7 @@ def _check(rows: pd.DataFrame, grids: list[Grid]) -> None:
             problems.append("transform differs")
         if _nullable(row.get("crs")) != _nullable(ref.get("crs")):
             problems.append(f"CRS EPSG:{row.get('crs')} != EPSG:{ref.get('crs')}")
-        for key in ("nodata", "scale_factor", "add_offset", "units"):
+        for key in cf.FACTS:
             a, b = _fact(row, key), _fact(ref, key)
             if a != b and not (isinstance(a, float) and isinstance(b, float)
                                and np.isnan(a) and np.isnan(b)):
@@ -218,7 +218,7 @@ def _labels(rows: pd.DataFrame, grid: Grid) -> dataset.Labels:
     ref = rows.iloc[0]
     transform = _as_list(ref.get("transform"))
     pip = _nullable(ref.get("pixel_is_point"))
-    facts = {key: _fact(ref, key) for key in ("nodata", "scale_factor", "add_offset", "units")}
+    facts = {key: _fact(ref, key) for key in cf.FACTS}
     nodata = facts["nodata"]
     if isinstance(nodata, float) and np.isnan(nodata) and grid.dtype.kind != "f":
         facts["nodata"] = None  # a null in a float column, not a NaN nodata

@@ -29,11 +29,10 @@ from rumi_xarray.sources.redact import redact
 
 #: Catalog columns, in order. Times are POSIX seconds so Parquet round trips
 #: them exactly; ``time`` (first step) is a convenience for filtering. The last
-#: four are the sidecar's CF facts (null when unknown).
+#: five are the sidecar's facts (null when unknown).
 COLUMNS = ("path", "header", "time", "time_seconds", "time_bounds", "bands", "transform",
            "crs", "pixel_is_point", "time_count", "band_count", "height", "width", "dtype",
-           "tile_height", "tile_width", "frame_layout", "nodata", "scale_factor",
-           "add_offset", "units")
+           "tile_height", "tile_width", "frame_layout", *cf.FACTS)
 
 
 def _expand(sources_: str | os.PathLike[str] | Sequence[Any],
@@ -85,7 +84,7 @@ def _row(source: str | bytes, meta: Any, facts: dict[str, Any]) -> dict[str, Any
         "tile_height": g.tile_height,
         "tile_width": g.tile_width,
         "frame_layout": g.frame_layout,
-        **{key: facts.get(key) for key in ("nodata", "scale_factor", "add_offset", "units")},
+        **{key: facts.get(key) for key in cf.FACTS},
     }
 
 

@@ -29,6 +29,14 @@ def _error_bound(text: str) -> float | str:
     return value
 
 
+def _dtype(text: str) -> np.dtype:
+    """Parse ``--dtype``: a numpy type name such as float32 or int16."""
+    try:
+        return np.dtype(text)
+    except TypeError:
+        raise argparse.ArgumentTypeError(f"not a numpy dtype: {text!r}") from None
+
+
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
     """Add the ``convert`` subcommand to the parser."""
     from rumi_xarray.native.frames import DEFAULT_CODEC, PATTERNS
@@ -37,7 +45,9 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         "convert", parents=[common], help="convert GeoTIFF, netCDF, Zarr... to Rumi",
         description="Write anything xarray opens (GeoTIFF through rioxarray, netCDF, Zarr, "
                     "Rumi) as a Rumi file. The source is read lazily, a frame at a time. "
-                    "Nodata, scale, offset and units go to a sidecar beside the file.")
+                    "Nodata, scale, offset and units go to a sidecar beside the file "
+                    "(DST.rumi.aux.json); packed data (e.g. int16 with a scale_factor) stay "
+                    "packed unless --decode is given.")
     convert.add_argument("source", metavar="SRC")
     convert.add_argument("destination", metavar="DST.rumi")
     convert.add_argument("--tile-size", type=tile_size_arg, default=512, metavar="N",
@@ -65,6 +75,12 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
                          help="band dimension of the source (default: %(default)s)")
     convert.add_argument("--time-dim", default="time", metavar="DIM",
                          help="time dimension of the source (default: %(default)s)")
+    convert.add_argument("--decode", action="store_true",
+                         help="store decoded values (scale and offset applied, NaN for "
+                              "nodata) instead of the packed samples")
+    convert.add_argument("--dtype", type=_dtype, default=None, metavar="DTYPE",
+                         help="type of the stored samples, e.g. float32 with --decode "
+                              "(default: the source's, packed or decoded)")
     convert.add_argument("--overwrite", action="store_true",
                          help="replace DST when it exists (refused by default)")
     add_progress(convert)
@@ -214,6 +230,7 @@ def run(args: argparse.Namespace) -> int:
     int
     """
     from rumi_xarray import options
+    from rumi_xarray.conventions import cf
     from rumi_xarray.native.reads import header_info
     from rumi_xarray.write.to_rumi import to_rumi
 
@@ -234,16 +251,20 @@ def run(args: argparse.Namespace) -> int:
             header = to_rumi(obj, args.destination, tile_size=args.tile_size,
                              codec=args.codec, frame=args.frame, error=args.error,
                              band_dim=args.band_dim, time_dim=args.time_dim,
-                             variable=args.variable, time=when, crs=args.crs)
+                             variable=args.variable, time=when, crs=args.crs,
+                             encode_cf=not args.decode, dtype=args.dtype)
     finally:
         obj.close()
     meta = header_info(header)
     shape = tuple(int(v) for v in meta.shape)
     decoded = int(np.prod(shape)) * int(meta.dtype.itemsize)
     size = os.path.getsize(args.destination)
+    facts = cf.read_sidecar(args.destination)
+    values = "".join(f", {k} {facts[k]}" for k in ("nodata", "scale_factor", "add_offset",
+                                                    "units") if k in facts)
     print(f"{args.destination}: {' x '.join(map(str, shape))} {meta.dtype.name}, "
           f"{meta.frames} frames, {human_size(size)} (ratio {decoded / size:.2f}), "
-          f"{time.perf_counter() - started:.1f} s")
+          f"{time.perf_counter() - started:.1f} s{values}")
     return 0
 
 

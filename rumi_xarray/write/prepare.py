@@ -9,6 +9,7 @@ store *before* a frame is compressed.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -17,7 +18,7 @@ import numpy as np
 import xarray as xr
 
 from rumi_xarray.conventions import bands as band_conv
-from rumi_xarray.conventions import georef
+from rumi_xarray.conventions import cf, georef
 from rumi_xarray.conventions import time as time_conv
 from rumi_xarray.native.frames import check_dtype
 
@@ -43,6 +44,9 @@ class Prepared:
     crs : int or None
         EPSG code.
     pixel_is_point : bool
+    facts : dict
+        Nodata, scale, offset, units and decoded type for the sidecar
+        (:func:`rumi_xarray.conventions.cf.encode`).
     """
 
     data: xr.DataArray
@@ -51,12 +55,13 @@ class Prepared:
     transform: tuple[float, ...] | None
     crs: int | None
     pixel_is_point: bool
+    facts: dict[str, Any]
 
 
 def prepare(obj: xr.DataArray | xr.Dataset, where: str = "<to_rumi>", *,
             band_dim: str = "band", time_dim: str = "time", variable: Hashable | None = None,
-            time: Any = None, crs: Any = None, chunks: dict[str, int] | None = None
-            ) -> Prepared:
+            time: Any = None, crs: Any = None, chunks: dict[str, int] | None = None,
+            encode_cf: bool = True, dtype: Any = None) -> Prepared:
     """Reduce an xarray object to the array and labels a Rumi file stores.
 
     Nothing is computed: the data stay as lazy as they were. See
@@ -77,6 +82,11 @@ def prepare(obj: xr.DataArray | xr.Dataset, where: str = "<to_rumi>", *,
         Chunks per standard dimension (``time``, ``band``, ``y``, ``x``,
         see :func:`frame_chunks`) for data that are not dask arrays yet; by
         default such data are left as they are.
+    encode_cf : bool, default True
+        Pack CF-decoded values back to their encoded type (see
+        :func:`rumi_xarray.conventions.cf.encode`); False stores decoded values.
+    dtype : numpy dtype-like, optional
+        The stored sample type.
 
     Returns
     -------
@@ -86,6 +96,11 @@ def prepare(obj: xr.DataArray | xr.Dataset, where: str = "<to_rumi>", *,
     da = _lazy(_standard_dims(selected, where, band_dim, time_dim), chunks, where)
     check_dtype(where, np.dtype(da.dtype))
     _check_sizes(da, where)
+    attrs, encoding = cf.packing(selected)
+    encoded = cf.encode(da, where, attrs=attrs, encoding=encoding, encode_cf=encode_cf,
+                        dtype=dtype)
+    da = encoded.data
+    check_dtype(where, np.dtype(da.dtype))
     # Labels come from the selection as given: a scalar time coordinate and
     # its bounds are still scalar there.
     if time is not None:
@@ -97,7 +112,7 @@ def prepare(obj: xr.DataArray | xr.Dataset, where: str = "<to_rumi>", *,
     bands = band_conv.band_texts(da, where)
     transform, epsg, pixel_is_point = georef.georeference(da, ds, where, crs)
     return Prepared(data=da, bands=bands, time=labels, transform=transform, crs=epsg,
-                    pixel_is_point=pixel_is_point)
+                    pixel_is_point=pixel_is_point, facts=encoded.facts)
 
 
 # --- which variable -------------------------------------------------------------
@@ -176,6 +191,7 @@ def _stack_bands(ds: xr.Dataset, names: list[Hashable], where: str, band_dim: st
                     f"to write one of them")
             da = da.isel({band_dim: 0}, drop=True)
         arrays.append(da.drop_vars(band_dim, errors="ignore"))
+    arrays = _same_cf(arrays, names, where)
     dtypes = {str(a.dtype) for a in arrays}
     if len(dtypes) > 1:
         listing = ", ".join(f"{n}: {a.dtype}" for n, a in zip(names, arrays, strict=True))
@@ -188,7 +204,50 @@ def _stack_bands(ds: xr.Dataset, names: list[Hashable], where: str, band_dim: st
     labels = [str(n) for n in names]
     stacked = xr.concat(arrays, dim=band_dim, coords="minimal", compat="override",
                         join="override", combine_attrs="drop_conflicts")
+    attrs, encoding = cf.packing(arrays[0])
+    stacked.attrs.update(attrs)
+    stacked.encoding.update(encoding)
     return stacked.assign_coords({band_dim: labels}).rename(None)
+
+
+def _same_cf(arrays: list[xr.DataArray], names: list[Hashable], where: str
+             ) -> list[xr.DataArray]:
+    """Return variables whose nodata, scale, offset and units can be one file's.
+
+    Variables that agree are returned as they are (their packing is kept);
+    otherwise each is decoded (physical values, NaN for nodata) with a
+    warning, since a file has one nodata, scale and offset; units that
+    differ are dropped, with a warning.
+    """
+    signatures = [cf.signature(a) for a in arrays]
+    if all(s == signatures[0] for s in signatures):
+        return arrays
+    listing = ", ".join(str(n) for n in names)
+    units = {s.get("units") for s in signatures}
+    if len(units) > 1:
+        warnings.warn(f"{where}: the variables {listing} have different units; the sidecar "
+                      f"holds one units text per file, so none is stored", UserWarning,
+                      stacklevel=4)
+        arrays = [a.copy(data=a.data) for a in arrays]
+        for a in arrays:
+            a.attrs.pop("units", None)
+    rest = [{k: v for k, v in s.items() if k != "units"} for s in signatures]
+    if all(s == rest[0] for s in rest):
+        return arrays
+    warnings.warn(f"{where}: the variables {listing} have different nodata, scale or offset; "
+                  f"a Rumi file has one of each, so their decoded values are stored",
+                  UserWarning, stacklevel=4)
+    encoded = [cf.encode(a, where, encode_cf=False) for a in arrays]
+    masked = any("nodata" in e.facts for e in encoded)
+    out = []
+    for a, e in zip(arrays, encoded, strict=True):
+        decoded = e.data.copy(data=e.data.data)
+        decoded.encoding = {}
+        decoded.attrs = {k: v for k, v in a.attrs.items() if k == "units"}
+        if masked and decoded.dtype.kind in "fc":
+            decoded.attrs["_FillValue"] = np.nan
+        out.append(decoded)
+    return out
 
 
 # --- dimensions -----------------------------------------------------------------

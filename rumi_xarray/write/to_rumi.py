@@ -11,6 +11,9 @@ file). :func:`to_rumi` derives those labels from an xarray object
 Every write goes to a hidden temporary file in the destination directory that
 replaces the destination only once complete, so no failure (bad input,
 compression error, interrupt) ever leaves a partial or clobbered file behind.
+Nodata, scale, offset and units, which the format has no field for, go to the
+sidecar ``<file>.aux.json`` (:mod:`rumi_xarray.conventions.cf`), staged
+beside the file and renamed right after it; a stale sidecar is removed.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import numpy as np
 import xarray as xr
 
 from rumi_xarray import progress as progress_bars
+from rumi_xarray.conventions import cf
 from rumi_xarray.errors import RumiError, RumiWriteError, with_context
 from rumi_xarray.native.files import write_file
 from rumi_xarray.native.frames import (
@@ -43,8 +47,16 @@ def write_array(path: str | os.PathLike[str], data: Any, *, bands: Sequence[str]
                 time: Sequence[Any], transform: Sequence[float] | None = None,
                 crs: Any = None, pixel_is_point: bool = False, tile_size: int = 512,
                 codec: str = DEFAULT_CODEC, error: Any = None, frame: str = "plane",
-                pattern: str | None = None, progress: bool | None = None) -> bytes:
+                pattern: str | None = None, progress: bool | None = None,
+                nodata: Any = None, scale_factor: float | None = None,
+                add_offset: float | None = None, units: str | None = None,
+                decoded_dtype: Any = None) -> bytes:
     """Write a ``(time, band, y, x)`` array as a Rumi file.
+
+    Nodata, scale, offset and units go to the sidecar ``<path>.aux.json``
+    (written atomically right after the file; without any of them a stale
+    sidecar is removed), where ``xr.open_dataset(path, engine="rumi")`` finds
+    them and decodes as CF says (``mask_and_scale=True``).
 
     Parameters
     ----------
@@ -77,6 +89,16 @@ def write_array(path: str | os.PathLike[str], data: Any, *, bands: Sequence[str]
     progress : bool, optional
         Show a progress bar; ``None`` follows ``rx.set_options(progress=...)``
         (by default, in terminals and notebooks).
+    nodata : number, optional
+        The sample value that marks missing data (CF ``_FillValue``); it must
+        be a value of the array's dtype (NaN for floats).
+    scale_factor, add_offset : float, optional
+        Physical value = sample * scale_factor + add_offset (CF packing).
+    units : str, optional
+        Units of the physical values.
+    decoded_dtype : {"float32", "float64"}, optional
+        The type packed samples decode to; by default float32 for samples of
+        16 bits or less and float64 otherwise (as GDAL and rioxarray decode).
 
     Returns
     -------
@@ -91,6 +113,14 @@ def write_array(path: str | os.PathLike[str], data: Any, *, bands: Sequence[str]
     dtype = check_dtype(target, np.dtype(data.dtype))
     compress = Compressor(codec, error)
     compress.check(dtype, target)
+    facts = {"nodata": nodata, "scale_factor": scale_factor, "add_offset": add_offset,
+             "units": units, "decoded_dtype": None if decoded_dtype is None
+             else str(np.dtype(decoded_dtype))}
+    try:
+        cf.cf_attributes(facts, dtype, target)  # nodata fits the samples, known types
+    except RumiError as exc:
+        raise ValueError(str(exc)) from None
+    sidecar = cf.SidecarUpdate(target, facts)
     with atomic_path(target) as temporary:
         try:
             table, specs = frame_specs(tuple(int(n) for n in data.shape), dtype, pattern,
@@ -98,14 +128,25 @@ def write_array(path: str | os.PathLike[str], data: Any, *, bands: Sequence[str]
             payloads = _compress_all(data, specs, compress, progress)
             header = write_file(temporary, table, payloads, bands=bands, time=time,
                                 transform=transform, crs=crs, pixel_is_point=pixel_is_point)
+            sidecar.stage()
         except RumiError:
+            sidecar.discard()
             raise
         except (ValueError, TypeError, OSError, RuntimeError, MemoryError) as exc:
+            sidecar.discard()
             if isinstance(exc, TypeError):
                 raise TypeError(f"{target}: {exc}") from exc
             raise with_context(exc, target, source=target,
                                kind=RumiWriteError if isinstance(exc, OSError) else None
                                ) from exc
+        except BaseException:
+            sidecar.discard()
+            raise
+    try:
+        sidecar.commit()
+    except OSError as exc:
+        raise with_context(exc, f"{cf.sidecar_path(target)}: cannot write the sidecar",
+                           source=target, kind=RumiWriteError) from exc
     return header
 
 
@@ -172,7 +213,8 @@ def to_rumi(obj: xr.DataArray | xr.Dataset, path: str | os.PathLike[str], *,
             tile_size: int = 512, codec: str = DEFAULT_CODEC, frame: str = "plane",
             error: Any = None, band_dim: str = "band", time_dim: str = "time",
             variable: Hashable | None = None, time: Any = None, crs: Any = None,
-            progress: bool | None = None) -> bytes:
+            progress: bool | None = None, encode_cf: bool = True, dtype: Any = None
+            ) -> bytes:
     """Write an xarray object as a Rumi file.
 
     What is written, and where it comes from:
@@ -207,9 +249,22 @@ def to_rumi(obj: xr.DataArray | xr.Dataset, path: str | os.PathLike[str], *,
       image without georeferencing; a transform without a CRS (or the
       reverse) is an error.
 
-    Values are written as they are in memory: big-endian samples are
-    byte-swapped (losslessly), CF-decoded variables are stored decoded (Rumi
-    has no scale, offset or nodata).
+    - **nodata, scale, offset, units** (the format has no field for them)
+      go to the sidecar ``<path>.aux.json``, which ``open_dataset`` reads:
+      from CF attributes or encoding (``_FillValue``, ``missing_value``,
+      ``scale_factor``, ``add_offset``, ``units``) and so rioxarray's
+      ``rio.nodata``/``rio.encoded_nodata``; rioxarray's per-band
+      ``scales``/``offsets`` when they are equal. A variable decoded in
+      memory (``mask_and_scale=True``: floats with NaN, the packing in
+      ``encoding``) is packed back to its encoded dtype with xarray's own CF
+      encoder, as ``to_netcdf`` does, and every value is checked to fit;
+      ``encode_cf=False`` stores the decoded values instead (``dtype=``
+      e.g. ``"float32"`` then chooses their type). What cannot be stored is
+      warned about: per-band scales or offsets that differ (the decoded
+      values are stored), per-band units that differ (not stored).
+
+    Values are otherwise written as they are in memory: big-endian samples
+    are byte-swapped (losslessly).
 
     Parameters
     ----------
@@ -248,6 +303,15 @@ def to_rumi(obj: xr.DataArray | xr.Dataset, path: str | os.PathLike[str], *,
         Show a progress bar (frames compressed). ``None`` follows
         ``rx.set_options(progress=...)``: by default, in terminals and
         notebooks.
+    encode_cf : bool, default True
+        Pack CF-decoded variables back to their encoded dtype (scale, offset,
+        nodata in the sidecar); False stores the decoded values (NaN where
+        nodata was, nodata then recorded as NaN).
+    dtype : numpy dtype-like, optional
+        The type of the stored samples: with ``encode_cf=False`` the type
+        decoded values are cast to (``"float32"`` halves float64 data); with
+        packing, the packed type (as ``to_netcdf``'s encoding ``dtype``).
+        Values that do not fit raise ``ValueError``.
 
     Returns
     -------
@@ -271,9 +335,14 @@ def to_rumi(obj: xr.DataArray | xr.Dataset, path: str | os.PathLike[str], *,
     _check_tile_size(target, tile_size)
     prepared = prepare(obj, target, band_dim=band_dim, time_dim=time_dim,
                        variable=variable, time=time, crs=crs,
-                       chunks=frame_chunks(pattern, tile_size))
+                       chunks=frame_chunks(pattern, tile_size), encode_cf=encode_cf,
+                       dtype=dtype)
     data = prepared.data.data
+    facts = prepared.facts
     return write_array(target, data, bands=prepared.bands, time=prepared.time,
                        transform=prepared.transform, crs=prepared.crs,
                        pixel_is_point=prepared.pixel_is_point, tile_size=tile_size,
-                       codec=codec, error=error, pattern=pattern, progress=progress)
+                       codec=codec, error=error, pattern=pattern, progress=progress,
+                       nodata=facts.get("nodata"), scale_factor=facts.get("scale_factor"),
+                       add_offset=facts.get("add_offset"), units=facts.get("units"),
+                       decoded_dtype=facts.get("decoded_dtype"))

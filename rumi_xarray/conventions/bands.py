@@ -158,9 +158,10 @@ def band_texts(da: xr.DataArray, where: str) -> list[str]:
 def descriptions(da: xr.DataArray) -> list[str] | None:
     """Return GDAL band descriptions of a rioxarray array, or None without any.
 
-    rioxarray puts one description per band in ``long_name`` (a text for a
-    single band). Bands without one get ``band_<n>``; a description used by
-    several bands gets `` (<n>)`` appended so names stay unique.
+    rioxarray puts one description per band in ``long_name`` (one text when
+    every band has the same). Bands without one get ``band_<n>``; a
+    description used by several bands gets `` (<n>)`` appended so names stay
+    unique.
 
     Parameters
     ----------
@@ -173,7 +174,8 @@ def descriptions(da: xr.DataArray) -> list[str] | None:
     n = da.sizes.get("band", 1)
     described: Any = da.attrs.get("long_name")
     if isinstance(described, str):
-        described = [described] if n == 1 else None
+        # rioxarray gives one text when every band has the same description.
+        described = [described] * n
     if not isinstance(described, (list, tuple)) or len(described) != n:
         return None
     if not any(d is not None and str(d).strip() for d in described):

@@ -76,10 +76,21 @@ def info(source: Any, header: bytes | None = None) -> Any:
             raise RumiFormatError(
                 f"{name}: the header given does not index this file (it belongs to "
                 f"another file or was altered)") from exc
+        if _not_found(exc):
+            raise with_context(exc, f"{name}: no such file or object", source=name,
+                               kind=RumiFileNotFoundError) from exc
         hint = _not_rumi_hint(source, exc)
         raise with_context(exc, f"{name}: not a readable Rumi file{hint}", source=name) from exc
     STATS.add(metadata=1)
     return meta
+
+
+def _not_found(exc: BaseException) -> bool:
+    """Return whether librumi's transport was told the object does not exist."""
+    text = str(exc)
+    return isinstance(exc, FileNotFoundError) or (
+        isinstance(exc, OSError) and ("HTTP 404" in text or "NoSuchKey" in text
+                                      or "NoSuchBucket" in text))
 
 
 def _not_rumi_hint(source: Any, exc: BaseException) -> str:

@@ -1,7 +1,10 @@
-"""Keep credentials out of reprs, errors and logs.
+"""Keep credentials out of reprs, errors and logs, and name sources as users typed them.
 
 URLs may carry userinfo (``https://user:secret@host``) or signed query strings
-(``?X-Amz-Signature=...``); neither is ever shown.
+(``?X-Amz-Signature=...``); neither is ever shown. librumi's transport names
+objects by GDAL-style virtual paths (``/vsis3/bucket/key``) the user never
+typed: messages show them as URLs again (``s3://bucket/key``), and an object
+store's XML error document is shortened to its code and message.
 """
 
 from __future__ import annotations
@@ -10,6 +13,14 @@ import re
 from urllib.parse import urlsplit, urlunsplit
 
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s'\"<>]+")
+#: GDAL virtual file system prefixes librumi's transport uses -> URL schemes.
+_VSI = {"vsis3": "s3://", "vsigs": "gs://", "vsiaz": "az://", "vsiadls": "abfs://",
+        "vsioss": "oss://", "vsiswift": "swift://", "vsihdfs": "hdfs://"}
+_VSI_PATH = re.compile(r"/(" + "|".join(_VSI) + r")(?:_streaming)?/(?=\S)")
+_VSICURL = re.compile(r"/vsicurl(?:_streaming)?/(?=[A-Za-z][A-Za-z0-9+.\-]*://)")
+#: An S3-style XML error document: keep its code and message.
+_XML_ERROR = re.compile(r"<\?xml[^>]*>\s*<Error>(.*?)(?:</Error>|$)", re.DOTALL)
+_XML_FIELD = re.compile(r"<(Code|Message)>(.*?)</\1>", re.DOTALL)
 
 
 def redact(source: str) -> str:
@@ -41,15 +52,33 @@ def redact(source: str) -> str:
 
 
 def redact_text(text: str) -> str:
-    """Redact every URL found inside a free-form message.
+    """Redact every URL found inside a free-form message, naming objects by URL.
 
     Parameters
     ----------
     text : str
-        A message, e.g. from librumi, that may quote a URL.
+        A message, e.g. from librumi, that may quote a URL, a GDAL-style
+        virtual path (``/vsis3/bucket/key`` becomes ``s3://bucket/key``) or an
+        object store's XML error document (shortened to ``Code: Message``).
 
     Returns
     -------
     str
     """
-    return _URL.sub(lambda m: redact(m.group(0)), text)
+    text = _VSICURL.sub("", text)
+    text = _VSI_PATH.sub(lambda m: _VSI[m.group(1)], text)
+    text = _XML_ERROR.sub(_xml_summary, text)
+    return _URL.sub(_redact_match, text)
+
+
+def _redact_match(match: re.Match[str]) -> str:
+    # Punctuation ending a sentence or a "url: cause" prefix is not the URL's.
+    url = match.group(0)
+    stripped = url.rstrip(":,;.)")
+    return redact(stripped) + url[len(stripped):]
+
+
+def _xml_summary(match: re.Match[str]) -> str:
+    fields = dict(_XML_FIELD.findall(match.group(1)))
+    parts = [fields[k].strip() for k in ("Code", "Message") if fields.get(k)]
+    return ": ".join(parts) if parts else "(error document)"

@@ -92,6 +92,10 @@ def _fact(row: pd.Series, key: str) -> Any:
     value = row.get(key)
     if value is None or value is pd.NA:
         return None
+    if isinstance(value, np.generic):
+        # A column's numpy type says nothing about the file (the sidecar's
+        # decoded_dtype does): compare and decode plain numbers.
+        value = value.item()
     if isinstance(value, float) and np.isnan(value) and key != "nodata":
         return None
     return value

@@ -681,8 +681,9 @@ def _pack(da: xr.DataArray, packed: Mapping[str, Any], stored: np.dtype, where: 
         warnings.simplefilter("ignore", xr.SerializationWarning)
         encoded = encode_cf_variable(variable, name=str(da.name))
     facts: dict[str, Any] = {}
-    if "_FillValue" in encoded.attrs:
-        facts["nodata"] = encoded.attrs["_FillValue"]
+    if "_FillValue" in enc:
+        # Not the encoded attrs: xarray adds a default NaN fill to floats.
+        facts["nodata"] = enc["_FillValue"]
     if scaled:
         facts["scale_factor"] = encoded.attrs.get("scale_factor")
         facts["add_offset"] = encoded.attrs.get("add_offset")

@@ -1,0 +1,524 @@
+"""Faithful to xarray, CF and rioxarray (issue 13): one test per finding.
+
+Ground truth: real GeoTIFFs written by rasterio and read by
+``rioxarray.open_rasterio`` (the peer users compare with), netCDF written
+with this environment's default engine and reopened by xarray, and librumi's
+plain ``rumi.read``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+import rumi
+import xarray as xr
+
+import rumi_xarray as rx
+from rumi_xarray.cli.main import main
+from rumi_xarray.write.to_rumi import to_rumi, write_array
+
+rasterio = pytest.importorskip("rasterio")
+rioxarray = pytest.importorskip("rioxarray")
+
+EPSG = 32633
+X0, Y0, RES = 500000.0, 6000000.0, 10.0
+TEXTS = ["B04, Red, 665nm", "B08, NIR, 842nm", "B11, SWIR, 1610nm"]
+TRANSFORM = (RES, 0.0, X0, 0.0, -RES, Y0)
+
+pytestmark = pytest.mark.filterwarnings(
+    # rasterio/affine and rioxarray note their own deprecations on every call.
+    "ignore::PendingDeprecationWarning", "ignore::FutureWarning:rioxarray")
+
+
+def write_geotiff(path: Path, data: np.ndarray, *, nodata: float | None = 0,
+                  scales: list[float] | None = None, offsets: list[float] | None = None,
+                  units: list[str] | None = None, descriptions: list[str] | None = None,
+                  stamp: str | None = "2024:05:01 10:20:30") -> Path:
+    """Write a tiled GeoTIFF with rasterio, as a user's data would come."""
+    from rasterio.transform import from_origin
+
+    count, height, width = data.shape
+    with rasterio.open(path, "w", driver="GTiff", width=width, height=height, count=count,
+                       dtype=data.dtype.name, crs=f"EPSG:{EPSG}", nodata=nodata,
+                       transform=from_origin(X0, Y0, RES, RES), tiled=True,
+                       blockxsize=16, blockysize=16) as dst:
+        dst.write(data)
+        if scales is not None:
+            dst.scales = tuple(scales)
+        if offsets is not None:
+            dst.offsets = tuple(offsets)
+        if units is not None:
+            dst.units = tuple(units)
+        for i, text in enumerate(descriptions or [], start=1):
+            dst.set_band_description(i, text)
+        if stamp is not None:
+            dst.update_tags(TIFFTAG_DATETIME=stamp)
+    return path
+
+
+def reflectance(seed: int = 0, shape: tuple[int, int, int] = (3, 40, 50)) -> np.ndarray:
+    """Sentinel-2-like digital numbers with a nodata (0) corner."""
+    data = np.random.default_rng(seed).integers(1, 10000, shape).astype(np.uint16)
+    data[:, :6, :9] = 0
+    return data
+
+
+@pytest.fixture
+def tif(tmp_path: Path) -> Path:
+    """nodata 0, scale 1e-4, offset -0.1, units and band texts: a packed reflectance."""
+    return write_geotiff(tmp_path / "scene.tif", reflectance(), scales=[1e-4] * 3,
+                         offsets=[-0.1] * 3, units=["reflectance"] * 3, descriptions=TEXTS)
+
+
+def convert(*argv: object) -> tuple[int, str, str]:
+    import contextlib
+    import io
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main([str(a) for a in argv])
+    return code, out.getvalue(), err.getvalue()
+
+
+def sidecar(path: Path) -> dict:
+    return json.loads(Path(f"{path}.aux.json").read_text())
+
+
+def stored_dtype(path: Path) -> np.dtype:
+    return np.dtype(rumi.info(source=os.fspath(path)).dtype.name)
+
+
+def read(path: Path) -> np.ndarray:
+    meta = rumi.info(source=os.fspath(path))
+    return rumi.read(os.fspath(path), meta.header, pattern="t b y x")
+
+
+# --- finding 1: every standard keyword, through open_dataset and open_mfdataset ------
+
+
+@pytest.fixture
+def two_dates(tmp_path: Path) -> tuple[list[Path], np.ndarray]:
+    data = reflectance(1, (2, 3, 20, 24))
+    paths = []
+    for i, day in enumerate([dt.date(2024, 5, 11), dt.date(2024, 5, 1)]):
+        path = tmp_path / f"s{i}.rumi"
+        write_array(path, data[i:i + 1], bands=TEXTS, time=[day], transform=TRANSFORM,
+                    crs=EPSG, tile_size=8, nodata=0, scale_factor=1e-4, add_offset=-0.1,
+                    units="reflectance")
+        paths.append(path)
+    return paths, data
+
+
+KEYWORDS = {
+    "mask_and_scale=True": {"mask_and_scale": True},
+    "mask_and_scale=False": {"mask_and_scale": False},
+    "decode_times=False": {"decode_times": False},
+    "decode_coords=all": {"decode_coords": "all"},
+    "decode_coords=True": {"decode_coords": True},
+    "decode_timedelta=False": {"decode_timedelta": False},
+    "concat_characters=False": {"concat_characters": False},
+    "lock=False": {"lock": False},
+    "lock=object": {"lock": "threading"},
+    "drop_variables": {"drop_variables": ["common_name"]},
+}
+
+
+@pytest.mark.parametrize("name", sorted(KEYWORDS))
+def test_standard_keywords_are_accepted_and_honoured(two_dates, name: str) -> None:
+    import threading
+
+    paths, data = two_dates
+    kwargs = dict(KEYWORDS[name])
+    if kwargs.get("lock") == "threading":
+        kwargs["lock"] = threading.Lock()
+    one = xr.open_dataset(paths[1], engine="rumi", **kwargs)
+    many = xr.open_mfdataset(paths, engine="rumi", **kwargs)
+    assert many.band_data.chunks is not None  # dask, like every open_mfdataset
+    for ds, expected in ((one, data[1:2]), (many, data[::-1])):
+        var = ds.band_data
+        if kwargs.get("mask_and_scale") is False:
+            assert var.dtype == np.uint16
+            assert var.attrs["_FillValue"] == 0 and var.attrs["scale_factor"] == np.float32(1e-4)
+            np.testing.assert_array_equal(var.values, expected)
+        else:
+            assert var.dtype == np.float32 and var.encoding["_FillValue"] == 0
+            want = np.where(expected == 0, np.nan,
+                            expected.astype(np.float32) * np.float32(1e-4) + np.float32(-0.1))
+            np.testing.assert_array_equal(var.values, want)
+        if kwargs.get("decode_times") is False:
+            assert ds.time.dtype.kind == "i" and "since" in ds.time.attrs["units"]
+        else:
+            assert ds.time.dtype == np.dtype("datetime64[ns]")
+        if kwargs.get("decode_coords") == "all":
+            assert "spatial_ref" in ds.coords and var.encoding["grid_mapping"] == "spatial_ref"
+        if "drop_variables" in kwargs:
+            assert "common_name" not in ds.variables
+        assert ds.rio.crs.to_epsg() == EPSG
+        assert list(ds.band.values) == ["B04", "B08", "B11"]
+
+
+def test_use_cftime_gives_cftime_datetimes(two_dates) -> None:
+    # Decided: use_cftime is xarray's own keyword (deprecated by xarray in favour
+    # of decode_times=CFDatetimeCoder(use_cftime=True)); both give cftime objects.
+    cftime = pytest.importorskip("cftime")
+    paths, _ = two_dates
+    with pytest.warns(FutureWarning, match="use_cftime"):
+        one = xr.open_dataset(paths[0], engine="rumi", use_cftime=True)
+    assert isinstance(one.time.values[0], cftime.datetime)
+    assert one.time.values[0] == cftime.DatetimeProlepticGregorian(2024, 5, 11)
+    coder = xr.coders.CFDatetimeCoder(use_cftime=True)
+    many = xr.open_mfdataset(paths, engine="rumi", decode_times=coder)
+    assert [t.day for t in many.time.values] == [1, 11]
+    assert isinstance(many.indexes["time"], xr.CFTimeIndex)
+    with pytest.warns(FutureWarning, match="use_cftime"):
+        plain = xr.open_dataset(paths[0], engine="rumi", use_cftime=False)
+    assert plain.time.dtype == np.dtype("datetime64[ns]")
+
+
+# --- finding 2: nodata, scale, offset and units survive, and decode like rioxarray --
+
+
+def test_convert_keeps_nodata_scale_offset_units_and_decodes_like_rioxarray(
+        tif: Path, tmp_path: Path) -> None:
+    out = tmp_path / "scene.rumi"
+    code, stdout, err = convert("convert", tif, out, "--tile-size", "16")
+    assert code == 0, err
+    assert "nodata 0, scale_factor 0.0001, add_offset -0.1, units reflectance" in stdout
+    assert sidecar(out) == {"format": "rumi-xarray-sidecar", "version": 1, "nodata": 0,
+                            "scale_factor": 1e-4, "add_offset": -0.1, "units": "reflectance"}
+    np.testing.assert_array_equal(read(out)[0], reflectance())  # stored packed, as uint16
+    assert stored_dtype(out) == np.uint16
+
+    peer = rioxarray.open_rasterio(tif, mask_and_scale=True)
+    ours = xr.open_dataset(out, engine="rumi").band_data.isel(time=0)
+    assert ours.dtype == peer.dtype == np.float32
+    np.testing.assert_array_equal(ours.values, peer.values)  # bit for bit, NaN for nodata
+    assert np.isnan(ours.rio.nodata) and np.isnan(peer.rio.nodata)
+    assert ours.rio.encoded_nodata == peer.rio.encoded_nodata == 0
+    assert ours.attrs["units"] == "reflectance"
+    # The masked mean in reflectance (the issue saw 0.3970 instead of 0.3995).
+    assert float(ours.mean()) == float(peer.mean())
+    assert round(float(ours.mean()), 4) == round(float(peer.mean()), 4)
+
+    raw_peer = rioxarray.open_rasterio(tif)
+    raw = xr.open_dataset(out, engine="rumi", mask_and_scale=False).band_data.isel(time=0)
+    assert raw.dtype == raw_peer.dtype == np.uint16
+    np.testing.assert_array_equal(raw.values, raw_peer.values)
+    assert raw.rio.nodata == raw_peer.rio.nodata == 0
+    assert raw.attrs["scale_factor"] == pytest.approx(raw_peer.attrs["scale_factor"])
+    assert raw.attrs["add_offset"] == pytest.approx(raw_peer.attrs["add_offset"])
+
+
+@pytest.mark.parametrize("decoded", [False, True], ids=["raw", "decoded"])
+def test_to_rumi_of_rioxarray_keeps_the_facts(tif: Path, tmp_path: Path, decoded: bool
+                                              ) -> None:
+    # rioxarray's mask_and_scale=True gives floats with the packing in encoding,
+    # mask_and_scale=False the raw samples with CF attributes: both store packed.
+    source = rioxarray.open_rasterio(tif, mask_and_scale=decoded)
+    out = tmp_path / "x.rumi"
+    to_rumi(source, out, time="2024-05-01", tile_size=16)
+    assert stored_dtype(out) == np.uint16
+    np.testing.assert_array_equal(read(out)[0], reflectance())
+    facts = sidecar(out)
+    assert (facts["nodata"], facts["scale_factor"], facts["add_offset"], facts["units"]) == (
+        0, 1e-4, -0.1, "reflectance")
+    peer = rioxarray.open_rasterio(tif, mask_and_scale=True)
+    np.testing.assert_array_equal(rx.open_dataset(out).band_data.values[0], peer.values)
+    # Band names come from the GDAL descriptions (finding 3).
+    assert rumi.info(source=os.fspath(out)).bands == TEXTS
+
+
+def test_decoded_values_on_request(tif: Path, tmp_path: Path) -> None:
+    peer = rioxarray.open_rasterio(tif, mask_and_scale=True)
+    out = tmp_path / "decoded.rumi"
+    to_rumi(peer, out, time="2024-05-01", tile_size=16, encode_cf=False)
+    assert stored_dtype(out) == np.float32
+    assert sidecar(out) == {"format": "rumi-xarray-sidecar", "version": 1,
+                            "nodata": None, "units": "reflectance"} | {"nodata": sidecar(
+                                out)["nodata"]}
+    assert np.isnan(sidecar(out)["nodata"])
+    back = rx.open_dataset(out).band_data
+    np.testing.assert_array_equal(back.values[0], peer.values)
+    assert np.isnan(back.rio.nodata)
+    # Raw samples decoded on the way (xarray's decoder), stored as float32.
+    cli = tmp_path / "cli.rumi"
+    code, _, err = convert("convert", tif, cli, "--decode", "--dtype", "float32")
+    assert code == 0, err
+    assert stored_dtype(cli) == np.float32
+    np.testing.assert_array_equal(read(cli)[0], peer.values)
+    # float64 decoded values halve into float32 only when asked.
+    wide = peer.astype(np.float64)
+    wide.encoding = {}
+    to_rumi(wide, tmp_path / "wide.rumi", time="2024-05-01", encode_cf=False)
+    assert stored_dtype(tmp_path / "wide.rumi") == np.float64
+    to_rumi(wide, tmp_path / "half.rumi", time="2024-05-01", encode_cf=False, dtype="float32")
+    np.testing.assert_array_equal(read(tmp_path / "half.rumi")[0], peer.values)
+
+
+def packed_netcdf(path: Path) -> xr.Dataset:
+    """An int16 netCDF variable packed with scale, offset and a fill value."""
+    rng = np.random.default_rng(4)
+    t2m = rng.normal(280, 8, (3, 12, 16))
+    t2m[:, :2, :3] = np.nan
+    times = np.datetime64("2024-01-01", "ns") + np.arange(3) * np.timedelta64(6, "h")
+    ds = xr.Dataset({"t2m": (("time", "lat", "lon"), t2m, {"units": "K"})},
+                    coords={"time": times, "lat": 60.0 - 0.25 * (np.arange(12) + 0.5),
+                            "lon": 5.0 + 0.25 * (np.arange(16) + 0.5)})
+    ds["t2m"].encoding = {"dtype": "int16", "scale_factor": 0.01, "add_offset": 280.0,
+                          "_FillValue": -32767}
+    ds.to_netcdf(path)  # this environment's default netCDF engine
+    return xr.open_dataset(path)
+
+
+def test_packed_netcdf_stays_packed_or_decodes_to_float32(tmp_path: Path) -> None:
+    nc = tmp_path / "era.nc"
+    source = packed_netcdf(nc)
+    assert source["t2m"].dtype == np.float64  # xarray decodes it
+    packed = tmp_path / "packed.rumi"
+    code, _, err = convert("convert", nc, packed, "--crs", "EPSG:4326", "--tile-size", "8")
+    assert code == 0, err
+    assert stored_dtype(packed) == np.int16  # not float64: 4x smaller
+    raw = xr.open_dataset(nc, mask_and_scale=False)["t2m"].values
+    np.testing.assert_array_equal(read(packed)[:, 0], raw)
+    facts = sidecar(packed)
+    assert (facts["nodata"], facts["scale_factor"], facts["add_offset"], facts["units"],
+            facts["decoded_dtype"]) == (-32767, 0.01, 280.0, "K", "float64")
+    back = rx.open_dataset(packed).band_data
+    assert back.dtype == np.float64
+    np.testing.assert_array_equal(back.values[:, 0], source["t2m"].values)
+    # --decode --dtype float32: the decoded values in half the bytes of float64.
+    single = tmp_path / "single.rumi"
+    code, _, err = convert("convert", nc, single, "--crs", "EPSG:4326", "--decode",
+                           "--dtype", "float32")
+    assert code == 0, err
+    assert stored_dtype(single) == np.float32
+    np.testing.assert_array_equal(read(single)[:, 0], source["t2m"].values.astype(np.float32))
+    assert np.isnan(sidecar(single)["nodata"]) and "scale_factor" not in sidecar(single)
+    # A float dtype for packed numbers is refused: it is almost surely a mistake.
+    code, _, err = convert("convert", nc, tmp_path / "odd.rumi", "--crs", "EPSG:4326",
+                           "--dtype", "float32")
+    assert code == 1 and "--decode" in err and not (tmp_path / "odd.rumi").exists()
+
+
+def test_values_that_do_not_fit_the_packed_type_raise_and_leave_nothing(tif: Path,
+                                                                         tmp_path: Path
+                                                                         ) -> None:
+    peer = rioxarray.open_rasterio(tif, mask_and_scale=True)
+    brighter = peer * 10  # beyond uint16 once packed with scale 1e-4
+    brighter.encoding = dict(peer.encoding)
+    target = tmp_path / "x.rumi"
+    with pytest.raises(ValueError, match=r"x\.rumi: values from .* do not fit uint16"):
+        to_rumi(brighter, target, time="2024-05-01")
+    assert os.listdir(tmp_path) == ["scene.tif"]
+    nodata_less = peer.copy()
+    nodata_less.encoding = {"dtype": "uint16", "scale_factor": 1e-4, "add_offset": -0.1}
+    with pytest.raises(ValueError, match="NaN values cannot be stored as uint16"):
+        to_rumi(nodata_less, target, time="2024-05-01")
+    assert os.listdir(tmp_path) == ["scene.tif"]
+
+
+def test_a_stale_sidecar_is_removed_and_a_new_one_replaces_it(tif: Path, tmp_path: Path
+                                                               ) -> None:
+    out = tmp_path / "x.rumi"
+    to_rumi(rioxarray.open_rasterio(tif), out, time="2024-05-01")
+    assert Path(f"{out}.aux.json").exists()
+    plain = xr.DataArray(np.ones((1, 1, 4, 4), np.uint8), dims=("time", "band", "y", "x"),
+                         coords={"time": [np.datetime64("2024-01-01", "ns")]})
+    to_rumi(plain, out)
+    assert not Path(f"{out}.aux.json").exists()  # the old facts would mislabel the new data
+    assert "_FillValue" not in rx.open_dataset(out).band_data.encoding
+    write_array(out, np.zeros((1, 1, 4, 4), np.int16), bands=["a"], time=["2024-01-01"],
+                nodata=-1, units="mm")
+    assert sidecar(out)["nodata"] == -1 and sidecar(out)["units"] == "mm"
+    assert sorted(os.listdir(tmp_path)) == ["scene.tif", "x.rumi", "x.rumi.aux.json"]
+    with pytest.raises(ValueError, match="nodata 300 is outside the range of uint8"):
+        write_array(out, np.zeros((1, 1, 4, 4), np.uint8), bands=["a"],
+                    time=["2024-01-01"], nodata=300)
+    assert sidecar(out)["nodata"] == -1  # a refused write changes nothing
+
+
+def test_per_band_scales_and_units_that_differ_are_never_dropped_silently(
+        tmp_path: Path) -> None:
+    tif = write_geotiff(tmp_path / "mixed.tif", reflectance(), scales=[1e-4, 2e-4, 1e-4],
+                        offsets=[0.0, -0.1, 0.0], units=["reflectance", "dn", "reflectance"],
+                        descriptions=TEXTS)
+    out = tmp_path / "mixed.rumi"
+    with pytest.warns(UserWarning) as caught:
+        to_rumi(rioxarray.open_rasterio(tif), out, time="2024-05-01")
+    messages = " ".join(str(w.message) for w in caught)
+    assert "different scales" in messages and "decoded values are stored" in messages
+    assert "units differ between bands" in messages
+    peer = rioxarray.open_rasterio(tif, mask_and_scale=True)
+    np.testing.assert_array_equal(rx.open_dataset(out).band_data.values[0], peer.values)
+    assert "units" not in sidecar(out) and np.isnan(sidecar(out)["nodata"])
+
+
+def test_open_keywords_for_files_written_elsewhere(tmp_path: Path) -> None:
+    data = reflectance(2, (1, 2, 10, 12))
+    path = tmp_path / "elsewhere.rumi"
+    write_array(path, data, bands=["a", "b"], time=["2024-01-01"], tile_size=8)
+    assert not Path(f"{path}.aux.json").exists()
+    ds = xr.open_dataset(path, engine="rumi", nodata=0, scale_factor=1e-4, add_offset=-0.1,
+                         units="reflectance")
+    want = np.where(data == 0, np.nan, data.astype(np.float32) * np.float32(1e-4)
+                    + np.float32(-0.1))
+    np.testing.assert_array_equal(ds.band_data.values, want)
+    assert ds.band_data.attrs["units"] == "reflectance"
+    # Keywords win over a sidecar; sidecar=False ignores it, a path reads another one.
+    write_array(path, data, bands=["a", "b"], time=["2024-01-01"], tile_size=8, nodata=1)
+    assert xr.open_dataset(path, engine="rumi", nodata=0).band_data.encoding["_FillValue"] == 0
+    assert xr.open_dataset(path, engine="rumi", sidecar=False).band_data.dtype == np.uint16
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"format": "rumi-xarray-sidecar", "version": 1,
+                                 "nodata": 5}))
+    assert xr.open_dataset(path, engine="rumi", sidecar=other).band_data.encoding[
+        "_FillValue"] == 5
+    with pytest.raises(ValueError, match=r"nodata 0\.5 cannot be a uint16 sample"):
+        xr.open_dataset(path, engine="rumi", nodata=0.5)
+
+
+def test_catalog_columns_carry_the_facts(two_dates, tmp_path: Path) -> None:
+    paths, data = two_dates
+    table = rx.catalog(paths)
+    assert list(table["nodata"]) == [0, 0] and list(table["units"]) == ["reflectance"] * 2
+    table.to_parquet(tmp_path / "cat.parquet")
+    cube = rx.open_catalog(tmp_path / "cat.parquet", chunks={})
+    single = xr.open_dataset(paths[1], engine="rumi").band_data
+    np.testing.assert_array_equal(cube.band_data.values[0], single.values[0])
+    assert cube.band_data.dtype == np.float32 and cube.band_data.encoding["_FillValue"] == 0
+    raw = rx.open_catalog(table, mask_and_scale=False)
+    np.testing.assert_array_equal(raw.band_data.values, data[::-1])
+    odd = tmp_path / "odd.rumi"
+    write_array(odd, data[:1], bands=TEXTS, time=["2024-06-01"], transform=TRANSFORM,
+                crs=EPSG, tile_size=8, nodata=1)
+    with pytest.raises(ValueError, match=r"nodata 1 != 0"):
+        rx.open_catalog(rx.catalog([*paths, odd]))
+
+
+@pytest.fixture
+def converted(tif: Path, tmp_path: Path) -> Path:
+    out = tmp_path / "scene.rumi"
+    code, _, err = convert("convert", tif, out, "--tile-size", "16")
+    assert code == 0, err
+    return out
+
+
+def test_clip_pad_reproject_fill_with_nodata_like_rioxarray(tif: Path, converted: Path
+                                                            ) -> None:
+    from shapely.geometry import box
+
+    ours = rx.open_dataset(converted, chunks={}).band_data.isel(time=0)
+    peer = rioxarray.open_rasterio(tif, mask_and_scale=True, chunks={"band": 1})
+    geometry = [box(X0 + 100, Y0 - 300, X0 + 300, Y0 - 100)]
+    clipped = ours.rio.clip(geometry, crs=f"EPSG:{EPSG}", drop=False)
+    assert np.isnan(clipped.values).sum() > clipped.size // 2  # NaN, not 0 that looks like data
+    np.testing.assert_array_equal(
+        clipped.values, peer.rio.clip(geometry, crs=f"EPSG:{EPSG}", drop=False).values)
+    # pad_box on dask data (the issue saw it raise).
+    bounds = (X0 - 100, Y0 - 500, X0 + 600, Y0 + 100)
+    padded = ours.rio.pad_box(*bounds)
+    assert padded.chunks is not None and padded.shape == (3, 60, 70)
+    np.testing.assert_array_equal(padded.values, peer.rio.pad_box(*bounds).values)
+    assert np.isnan(padded.values[:, :10]).all()
+    # rio.reproject works on one time step (see the 4-D note in the docs).
+    warped = ours.rio.reproject("EPSG:4326")
+    np.testing.assert_array_equal(warped.values, peer.rio.reproject("EPSG:4326").values)
+    assert np.isnan(warped.rio.nodata) and not (warped.values == 65535).any()
+    # odc-geo's reproject fills with NaN as well.
+    import odc.geo.xr  # noqa: F401  (the .odc accessor)
+
+    odc_warped = ours.odc.reproject("EPSG:4326")
+    np.testing.assert_array_equal(odc_warped.values, peer.odc.reproject("EPSG:4326").values)
+    assert np.isnan(odc_warped.values).any()
+    # Raw samples (mask_and_scale=False) fill with the nodata value they declare.
+    raw = rx.open_dataset(converted, mask_and_scale=False).band_data.isel(time=0)
+    raw_warped = raw.rio.reproject("EPSG:4326")
+    assert raw_warped.rio.nodata == 0 and not (raw_warped.values == 65535).any()
+    raw_peer = rioxarray.open_rasterio(tif).rio.reproject("EPSG:4326")
+    np.testing.assert_array_equal(raw_warped.values, raw_peer.values)
+
+
+# --- finding 3: band names as people use them ----------------------------------------
+
+
+def test_bands_select_by_short_name_like_stackstac(converted: Path) -> None:
+    ds = xr.open_dataset(converted, engine="rumi")
+    assert list(ds.band.values) == ["B04", "B08", "B11"]
+    assert list(ds.band_text.values) == TEXTS
+    assert list(ds.common_name.values[:2]) == ["red", "nir"]
+    np.testing.assert_allclose(ds.center_wavelength.values, [0.665, 0.842, 1.61])
+    red = ds.band_data.sel(band="B04")
+    np.testing.assert_array_equal(red.values, ds.band_data.values[:, 0])
+    assert str(red.band_text.values) == "B04, Red, 665nm"
+    by_variable = xr.open_dataset(converted, engine="rumi", band_as_variable=True)
+    assert list(by_variable.data_vars) == ["B04", "B08", "B11"]
+    assert by_variable["B08"].attrs["long_name"] == "B08, NIR, 842nm"
+    np.testing.assert_array_equal(by_variable["B11"].values, ds.band_data.values[:, 2])
+    # Texts whose first fields repeat keep the whole text as the name.
+    twins = converted.with_name("twins.rumi")
+    write_array(twins, np.zeros((1, 2, 4, 4), np.uint8), bands=["B04, a", "B04, b"],
+                time=["2024-01-01"])
+    assert list(xr.open_dataset(twins, engine="rumi").band.values) == ["B04, a", "B04, b"]
+
+
+def test_band_texts_round_trip_in_full(converted: Path, tmp_path: Path) -> None:
+    ds = rx.open_dataset(converted)
+    again = tmp_path / "again.rumi"
+    to_rumi(ds, again)  # band_text wins over the short names
+    assert rumi.info(source=os.fspath(again)).bands == TEXTS
+    subset = tmp_path / "subset.rumi"
+    to_rumi(ds.sel(band=["B11", "B04"]), subset)
+    assert rumi.info(source=os.fspath(subset)).bands == [TEXTS[2], TEXTS[0]]
+    by_variable = tmp_path / "by_variable.rumi"
+    to_rumi(rx.open_dataset(converted, band_as_variable=True), by_variable)
+    assert rumi.info(source=os.fspath(by_variable)).bands == ["B04", "B08", "B11"]
+    # rioxarray objects: GDAL descriptions, one text for several equal ones.
+    same = write_geotiff(tmp_path / "same.tif", reflectance()[:2], descriptions=["NIR"] * 2)
+    to_rumi(rioxarray.open_rasterio(same), tmp_path / "same.rumi", time="2024-01-01")
+    assert rumi.info(source=os.fspath(tmp_path / "same.rumi")).bands == ["NIR (1)", "NIR (2)"]
+
+
+# --- finding 4: to_netcdf works; layout facts are encoding, not attributes ----------
+
+
+def test_to_netcdf_with_the_default_engine_and_back(converted: Path, tmp_path: Path) -> None:
+    ds = rx.open_dataset(converted)
+    var = ds.band_data
+    for obj in (ds, *ds.variables.values()):
+        assert not any(str(k).startswith("rumi_") for k in obj.attrs)
+        assert not any(isinstance(v, tuple) for v in obj.attrs.values())
+    assert var.encoding["rumi_tile_size"] == (16, 16) and ds.rumi.tile == (16, 16)
+    assert var.encoding["rumi_frame_layout"] == "h w"
+    nc = tmp_path / "scene.nc"
+    ds.to_netcdf(nc)
+    # CF keeps grid mappings out of "coordinates": xarray makes spatial_ref a
+    # coordinate again with decode_coords="all", as for any CF netCDF.
+    back = xr.open_dataset(nc, decode_coords="all")
+    np.testing.assert_array_equal(back.band_data.values, var.values)
+    assert back.band_data.encoding["_FillValue"] == 0
+    assert back.band_data.encoding["scale_factor"] == pytest.approx(1e-4)
+    assert list(back.band.values) == ["B04", "B08", "B11"]
+    assert list(back.band_text.values) == TEXTS
+    assert back.rio.crs.to_epsg() == EPSG and back.rio.transform() == ds.rio.transform()
+    np.testing.assert_array_equal(back.time.values, ds.time.values)
+    assert not any(str(k).startswith("rumi_") for k in back.band_data.attrs)
+    # A selected band still plots with its own label, not a list of all of them.
+    assert "long_name" not in ds.band_data.sel(band="B08").attrs
+
+
+def test_rio_to_raster_gets_no_rumi_tags(converted: Path, tmp_path: Path) -> None:
+    da = rx.open_dataset(converted).band_data.isel(time=0)
+    out = tmp_path / "out.tif"
+    da.rio.to_raster(out)
+    with rasterio.open(out) as f:
+        tags = f.tags()
+        assert not any(k.lower().startswith("rumi") for k in tags)
+        assert f.nodata == 0 and f.dtypes[0] == "uint16"  # written packed again
+        assert f.scales[0] == pytest.approx(1e-4) and f.offsets[0] == pytest.approx(-0.1)
+    np.testing.assert_array_equal(rioxarray.open_rasterio(out, mask_and_scale=True).values,
+                                  da.values)

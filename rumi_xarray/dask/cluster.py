@@ -11,7 +11,15 @@ import sys
 
 
 def _worker() -> object | None:
-    """Return the ``distributed`` worker running this process, if any."""
+    """Return the ``distributed`` worker running this process, if any.
+
+    ``get_worker()`` knows the worker only inside its tasks; ``client.run``
+    (``client.run(rx.cache_info)``, ``client.run(rx.clear_cache)``) runs
+    elsewhere on the worker and may be the first to size the tile cache, so
+    the process's workers are asked next. Several workers in one process
+    (``LocalCluster(processes=False)``) share its cache: the one with the
+    smallest memory limit is returned.
+    """
     if "distributed" not in sys.modules:
         return None  # not imported: this process is no worker
     try:
@@ -19,7 +27,23 @@ def _worker() -> object | None:
 
         return get_worker()
     except (ImportError, ValueError):
+        pass
+    try:
+        from distributed.worker import Worker
+    except ImportError:
         return None
+    gone = ("closing", "closed", "failed")
+    alive = [w for w in list(getattr(Worker, "_instances", ()))
+             if getattr(getattr(w, "status", None), "name", "closed") not in gone]
+    if not alive:
+        return None
+    return min(alive, key=lambda w: _limit(w) or float("inf"))
+
+
+def _limit(worker: object) -> int | None:
+    manager = getattr(worker, "memory_manager", None)
+    limit = getattr(manager, "memory_limit", None)
+    return int(limit) if limit else None
 
 
 def worker_threads() -> int:
@@ -54,8 +78,4 @@ def worker_memory_limit() -> int | None:
     int or None
     """
     worker = _worker()
-    if worker is None:
-        return None
-    manager = getattr(worker, "memory_manager", None)
-    limit = getattr(manager, "memory_limit", None)
-    return int(limit) if limit else None
+    return None if worker is None else _limit(worker)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -522,3 +523,146 @@ def test_rio_to_raster_gets_no_rumi_tags(converted: Path, tmp_path: Path) -> Non
         assert f.scales[0] == pytest.approx(1e-4) and f.offsets[0] == pytest.approx(-0.1)
     np.testing.assert_array_equal(rioxarray.open_rasterio(out, mask_and_scale=True).values,
                                   da.values)
+
+
+# --- finding 6: time is always a dimension -------------------------------------------
+
+
+def test_default_open_mfdataset_sorts_shuffled_single_date_files(tmp_path: Path) -> None:
+    data = reflectance(5, (6, 2, 12, 10))
+    days = [dt.date(2024, 3, 1) + dt.timedelta(days=5 * i) for i in range(6)]
+    paths = []
+    for i in np.random.default_rng(7).permutation(6):
+        path = tmp_path / f"scene_{i}.rumi"
+        write_array(path, data[i:i + 1], bands=["B04", "B08"], time=[days[i]],
+                    transform=TRANSFORM, crs=EPSG, tile_size=8)
+        paths.append(path)
+    ds = xr.open_mfdataset(paths, engine="rumi")  # default arguments
+    np.testing.assert_array_equal(ds.time.values, np.array(days, dtype="datetime64[ns]"))
+    np.testing.assert_array_equal(ds.band_data.values, data)
+    single = xr.open_dataset(paths[0], engine="rumi")
+    assert single.band_data.dims == ("time", "band", "y", "x") and single.sizes["time"] == 1
+    when = single.time.values[0]
+    np.testing.assert_array_equal(single.band_data.sel(time=when).values,
+                                  data[int(paths[0].stem.split("_")[1])])
+    np.testing.assert_array_equal(single.band_data.sel(time=str(when)[:10]).values,
+                                  single.band_data.values[0])
+    ours = rx.open_mfdataset(paths)
+    assert ours.band_data.chunks is not None  # dask-backed by default, like xarray's
+    np.testing.assert_array_equal(ours.band_data.values, data)
+
+
+# --- finding 7: no silent fallbacks ---------------------------------------------------
+
+
+def test_misspelt_codec_raises_naming_it_and_leaves_no_file(tmp_path: Path, tif: Path
+                                                            ) -> None:
+    target = tmp_path / "x.rumi"
+    with pytest.raises(ValueError, match=r"x\.rumi: unknown codec 'planar>zigzg>zstd'"):
+        write_array(target, np.zeros((1, 1, 8, 8), np.uint16), bands=["a"],
+                    time=["2024-01-01"], codec="planar>zigzg>zstd")
+    with pytest.raises(ValueError, match="unknown codec 'zstdd'"):
+        to_rumi(rioxarray.open_rasterio(tif), target, time="2024-01-01", codec="zstdd")
+    code, _, err = convert("convert", tif, target, "--codec", "zsdt")
+    assert code == 1 and "unknown codec 'zsdt'" in err and "nothing was written" in err
+    assert sorted(os.listdir(tmp_path)) == ["scene.tif"]
+
+
+def test_convert_refuses_an_existing_destination_unless_overwrite(tif: Path,
+                                                                  tmp_path: Path) -> None:
+    target = tmp_path / "x.rumi"
+    target.write_bytes(b"precious")
+    code, _, err = convert("convert", tif, target)
+    assert code == 1 and "exists already" in err and "--overwrite" in err
+    assert target.read_bytes() == b"precious"
+    code, _, err = convert("convert", tif, target, "--overwrite")
+    assert code == 0, err
+    assert rumi.info(source=os.fspath(target)).bands == TEXTS
+
+
+# --- finding 8: error messages --------------------------------------------------------
+
+
+def test_catalog_mismatch_names_the_reference_row(two_dates, tmp_path: Path) -> None:
+    paths, data = two_dates  # paths[1] is the earlier date: the reference row
+    odd = tmp_path / "odd.rumi"
+    write_array(odd, data[:1, :2], bands=TEXTS[:2], time=["2024-06-01"],
+                transform=TRANSFORM, crs=EPSG, tile_size=8)
+    table = rx.catalog([paths[0], paths[1], odd])
+    with pytest.raises(rx.RumiCatalogError) as info:
+        rx.open_catalog(table)
+    text = str(info.value)
+    assert re.search(r"catalog row 2 \(.*odd\.rumi\) cannot be stacked with row 1 "
+                     r"\(.*s1\.rumi\)", text), text
+    assert "row 0" not in text
+
+
+@pytest.mark.parametrize("kind", ["geotiff", "netcdf"])
+def test_info_on_other_formats_suggests_convert(tmp_path: Path, tif: Path, kind: str) -> None:
+    source = tif if kind == "geotiff" else tmp_path / "era.nc"
+    if kind == "netcdf":
+        packed_netcdf(source)
+    code, _, err = convert("info", source)
+    assert code == 1
+    assert f"rumi-xarray convert {source.name} out.rumi" in err
+    assert ("a TIFF" if kind == "geotiff" else "a netCDF") in err
+    with pytest.raises(rx.RumiFormatError, match="convert it first"):
+        xr.open_dataset(source, engine="rumi")
+
+
+def test_s3_errors_name_the_url_the_user_typed(s3_server, remote_dir: Path,
+                                               karu_fail_fast) -> None:
+    from tests.conftest import BUCKET
+
+    missing = f"s3://{BUCKET}/missing.rumi"
+    with pytest.raises(FileNotFoundError) as info:
+        xr.open_dataset(missing, engine="rumi")
+    text = str(info.value)
+    assert text.startswith(f"{missing}: no such file or object")
+    assert "/vsis3/" not in text and "<?xml" not in text and "NoSuchKey" in text
+    assert isinstance(info.value, rx.RumiFileNotFoundError)
+    # A read that fails later (the object was replaced) names it the same way.
+    url = s3_server.put_bytes(BUCKET, "fidelity.rumi", (remote_dir / "a.rumi").read_bytes())
+    assert url == f"s3://{BUCKET}/fidelity.rumi"
+    ds = xr.open_dataset(url, engine="rumi")
+    s3_server.put_bytes(BUCKET, "fidelity.rumi", b"RUMI" + bytes(64))
+    with pytest.raises(OSError) as later:
+        ds.band_data.load()
+    assert str(later.value).startswith(url) and "/vsis3/" not in str(later.value)
+
+
+@pytest.mark.parametrize("chunks", [None, {}], ids=["lazy", "dask"])
+def test_reading_a_rewritten_file_says_it_changed(tmp_path: Path, chunks: dict | None
+                                                  ) -> None:
+    rng = np.random.default_rng(0)
+    path = tmp_path / "scene.rumi"
+    shape = (2, 2, 64, 64)
+    write_array(path, rng.integers(0, 60000, shape).astype(np.uint16), bands=["a", "b"],
+                time=["2024-01-01", "2024-01-02"], tile_size=16)
+    ds = xr.open_dataset(path, engine="rumi", chunks=chunks)
+    write_array(path, rng.integers(0, 600, shape).astype(np.uint16), bands=["a", "b"],
+                time=["2024-01-01", "2024-01-02"], tile_size=16)
+    with pytest.raises(rx.RumiFileChangedError,
+                       match=rf"{re.escape(str(path))}: the file changed since it was opened "
+                             r"\(its size went from \d+ to \d+ bytes\); open it again"):
+        ds.band_data.isel(x=slice(0, 40)).load()
+    np.testing.assert_array_equal(xr.open_dataset(path, engine="rumi").band_data.values,
+                                  read(path))
+
+
+# --- finding 9: dropping spatial_ref ---------------------------------------------------
+
+
+def test_drop_spatial_ref_leaves_no_dangling_grid_mapping(converted: Path,
+                                                          tmp_path: Path) -> None:
+    ds = xr.open_dataset(converted, engine="rumi", drop_variables="spatial_ref")
+    assert "spatial_ref" not in ds.variables
+    for var in ds.variables.values():
+        assert "grid_mapping" not in var.attrs and "grid_mapping" not in var.encoding
+    assert ds.rio.crs is None and ds.band_data.rio.crs is None
+    nc = tmp_path / "no_crs.nc"
+    ds.to_netcdf(nc)  # nothing refers to a missing variable
+    assert "grid_mapping" not in xr.open_dataset(nc).band_data.attrs
+    restored = ds.rio.write_crs(EPSG)
+    assert restored.rio.crs.to_epsg() == EPSG
+    assert restored.rio.transform() == xr.open_dataset(converted, engine="rumi").rio.transform()

@@ -347,9 +347,11 @@ def _changed(scene: Scene) -> str:
         now = stamp(scene.source)
     except OSError:
         return "it is gone"
-    if now == scene.stamp:
+    if now is None or now == scene.stamp:
         return ""
-    return f"size {scene.stamp[0]} -> {now[0] if now else '?'} bytes, or modified"
+    if now[0] != scene.stamp[0]:
+        return f"its size went from {scene.stamp[0]} to {now[0]} bytes"
+    return "it was modified"
 
 
 # --- byte planning (librumi's C API the Python API does not expose) -------------

@@ -180,7 +180,13 @@ class FsspecSource(RangeSource):
         fs, path = self._open()
         starts = [o for o, _ in ranges]
         ends = [o + n for o, n in ranges]
-        return list(fs.cat_ranges([path] * len(ranges), starts, ends))
+        out = list(fs.cat_ranges([path] * len(ranges), starts, ends))
+        for (offset, length), item in zip(ranges, out, strict=True):
+            # cat_ranges returns (does not raise) the exception of a failed range.
+            if isinstance(item, BaseException):
+                raise OSError(f"{self.name}: reading {length} bytes at {offset} failed: "
+                              f"{type(item).__name__}: {item}") from item
+        return out
 
 
 class FileObjectSource(RangeSource):

@@ -9,13 +9,13 @@ computed by plain slicing and ``dask.compute``.
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import dask
 import dask.array as da
 import numpy as np
-from dask.callbacks import Callback
 
 #: Frames are computed in batches holding about this many decoded bytes of
 #: source chunks: dask's scheduler may otherwise start many source chunks
@@ -50,7 +50,8 @@ def compress_frames(data: Any, starts: Sequence[tuple[int, int, int, int]],
         Payloads in the order of ``starts``.
     """
     frames = data.rechunk(frame_shape)
-    payloads = da.map_blocks(_compress_block, frames, compress, dtype=object,
+    counted = _Counted(compress, advance)
+    payloads = da.map_blocks(_compress_block, frames, counted, dtype=object,
                              chunks=tuple((1,) * len(c) for c in frames.chunks),
                              meta=np.empty((0,) * 4, dtype=object))
     out: list[bytes] = [b""] * len(starts)
@@ -58,31 +59,44 @@ def compress_frames(data: Any, starts: Sequence[tuple[int, int, int, int]],
         picks = [payloads[tuple(slice(s // n, s // n + 1)
                                 for s, n in zip(starts[i], frame_shape, strict=True))]
                  for i in batch]
-        with _FrameProgress(payloads.name, advance) as progress:
-            values = dask.compute(*picks)
+        before = counted.done
+        values = dask.compute(*picks)
         for i, value in zip(batch, values, strict=True):
             out[i] = value.reshape(-1)[0]
-        advance(len(batch) - progress.done)
+        advance(len(batch) - (counted.done - before))
     return out
 
 
-class _FrameProgress(Callback):
-    """Count compressed frames as dask's local schedulers finish them.
+class _Counted:
+    """``compress`` that reports each frame to ``advance`` as it is compressed.
 
-    The tasks counted are those of the payload array this module built
-    (its own name), so progress advances frame by frame within a batch.
+    dask's local schedulers call it in this process, so the bar advances
+    frame by frame within a batch. (Task keys cannot be counted instead: dask
+    fuses the payload tasks into the slicing ones under new names.) Copies
+    pickled to other processes report nothing; the batch's remainder is
+    reported when the batch ends.
     """
 
-    def __init__(self, name: str, advance: Callable[[int], None]) -> None:
-        super().__init__()
-        self.name = name
+    def __init__(self, compress: Callable[[np.ndarray], bytes],
+                 advance: Callable[[int], None] | None) -> None:
+        self.compress = compress
         self.advance = advance
         self.done = 0
+        self._lock = threading.Lock()
 
-    def _posttask(self, key: Any, result: Any, dsk: Any, state: Any, worker_id: Any) -> None:
-        if isinstance(key, tuple) and key and key[0] == self.name:
-            self.done += 1
-            self.advance(1)
+    def __getstate__(self) -> dict[str, Any]:
+        return {"compress": self.compress}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["compress"], None)  # type: ignore[misc]
+
+    def __call__(self, block: np.ndarray) -> bytes:
+        payload = self.compress(block)
+        if self.advance is not None:
+            with self._lock:
+                self.done += 1
+                self.advance(1)
+        return payload
 
 
 def _compress_block(block: np.ndarray, compress: Callable[[np.ndarray], bytes]) -> np.ndarray:

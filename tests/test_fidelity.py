@@ -12,6 +12,7 @@ import datetime as dt
 import json
 import os
 import re
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -791,3 +792,81 @@ def test_explain_prints_human_units(converted: Path) -> None:
     text = str(rx.open_dataset(converted).band_data.rumi.explain())
     assert re.search(r"\d+(\.\d)? (B|KiB|MiB) compressed", text), text
     assert re.search(r"-> \d+(\.\d)? (B|KiB|MiB) decoded", text), text
+
+
+# --- round trips: GeoTIFF -> Rumi -> xarray -> netCDF / Zarr / GeoTIFF -> Rumi ------------
+
+
+def assert_same_rumi(got: Path, expected: Path) -> None:
+    """Values (decoded and raw), nodata, scaling, bands, time, CRS and transform agree."""
+    a, b = rx.open_dataset(got), rx.open_dataset(expected)
+    np.testing.assert_array_equal(a.band_data.values, b.band_data.values)
+    assert a.band_data.dtype == b.band_data.dtype
+    raw_a = rx.open_dataset(got, mask_and_scale=False).band_data
+    raw_b = rx.open_dataset(expected, mask_and_scale=False).band_data
+    np.testing.assert_array_equal(raw_a.values, raw_b.values)
+    facts_a, facts_b = sidecar(got), sidecar(expected)
+    assert facts_a["nodata"] == facts_b["nodata"] and facts_a["units"] == facts_b["units"]
+    for key in ("scale_factor", "add_offset"):
+        assert np.float32(facts_a[key]) == np.float32(facts_b[key])
+    meta_a, meta_b = rumi.info(source=os.fspath(got)), rumi.info(source=os.fspath(expected))
+    assert meta_a.bands == meta_b.bands
+    assert meta_a.time == meta_b.time and meta_a.time_kind == meta_b.time_kind
+    assert meta_a.crs == meta_b.crs == EPSG
+    assert meta_a.transform == meta_b.transform
+    assert meta_a.pixel_is_point == meta_b.pixel_is_point
+    assert a.rio.crs == b.rio.crs and a.rio.transform() == b.rio.transform()
+
+
+@pytest.fixture(params=["instants", "intervals"])
+def original(request: pytest.FixtureRequest, tif: Path, tmp_path: Path) -> Path:
+    """The GeoTIFF converted to Rumi: one instant, or three monthly intervals."""
+    out = tmp_path / "original.rumi"
+    if request.param == "instants":
+        code, _, err = convert("convert", tif, out, "--tile-size", "16")
+        assert code == 0, err
+        return out
+    peer = rioxarray.open_rasterio(tif)  # raw samples, CF attributes
+    months = [(f"2024-0{m}-01", f"2024-0{m + 1}-01") for m in (1, 2, 3)]
+    series = xr.concat([peer + i for i in range(3)], dim="time", combine_attrs="override")
+    to_rumi(series.where(peer != 0, 0).astype(np.uint16).assign_attrs(peer.attrs), out,
+            time=months, tile_size=16)
+    assert rumi.info(source=os.fspath(out)).time_kind == "interval"
+    return out
+
+
+def test_round_trip_through_netcdf(original: Path, tmp_path: Path) -> None:
+    nc = tmp_path / "scene.nc"
+    rx.open_dataset(original).to_netcdf(nc)  # the default engine of this environment
+    again = tmp_path / "again.rumi"
+    to_rumi(xr.open_dataset(nc, decode_coords="all"), again, tile_size=16)
+    assert_same_rumi(again, original)
+
+
+def test_round_trip_through_zarr(original: Path, tmp_path: Path) -> None:
+    pytest.importorskip("zarr")
+    store = tmp_path / "scene.zarr"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # zarr v3 spec notes about strings
+        rx.open_dataset(original, chunks={}).to_zarr(store)
+    again = tmp_path / "again.rumi"
+    code, _, err = convert("convert", store, again, "--tile-size", "16")
+    assert code == 0, err
+    assert_same_rumi(again, original)
+
+
+def test_round_trip_through_geotiff(original: Path, tmp_path: Path) -> None:
+    ds = rx.open_dataset(original)
+    tif = tmp_path / "exported.tif"
+    step = ds.band_data.isel(time=-1)
+    # rioxarray writes band descriptions from a long_name tuple: give it the texts.
+    step.assign_attrs(long_name=tuple(ds.band_text.values)).rio.to_raster(tif)
+    when = str(ds.time.values[-1])[:19]
+    if "time_bnds" in ds:
+        when = "/".join(str(v)[:19] for v in ds.time_bnds.values[-1])
+    again = tmp_path / "again.rumi"
+    code, _, err = convert("convert", tif, again, "--time", when, "--tile-size", "16")
+    assert code == 0, err
+    last = tmp_path / "last.rumi"
+    to_rumi(ds.isel(time=[-1]), last, tile_size=16)
+    assert_same_rumi(again, last)

@@ -490,8 +490,10 @@ def encode(da: xr.DataArray, where: str, *, attrs: Mapping[Hashable, Any] | None
                 f"--decode) to store the decoded values as {target}")
         data, facts_cf = _pack(da, packed, stored, where)
         facts.update(facts_cf)
-        if stored.kind in "iu" and da.dtype in (np.float32, np.float64):
-            facts["decoded_dtype"] = str(np.dtype(da.dtype))
+        if stored.kind in "iu":
+            # Typed scale/offset (netCDF attributes) say what the values decode
+            # to; untyped ones (GDAL, JSON-based Zarr) follow GDAL's rule.
+            facts["decoded_dtype"] = _declared_type(packed)
         return Encoded(data, _checked(facts, data.dtype, where))
 
     source = raw or packed  # packed facts on integer data: the values are raw

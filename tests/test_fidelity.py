@@ -870,3 +870,37 @@ def test_round_trip_through_geotiff(original: Path, tmp_path: Path) -> None:
     last = tmp_path / "last.rumi"
     to_rumi(ds.isel(time=[-1]), last, tile_size=16)
     assert_same_rumi(again, last)
+
+
+# --- finding 11: the documented 4-D limits of rioxarray and what works instead --------
+
+
+def test_four_dimensional_limits_and_alternatives(two_dates, tmp_path: Path) -> None:
+    import odc.geo.xr  # noqa: F401  (the .odc accessor)
+    from rioxarray.exceptions import TooManyDimensions
+
+    paths, _ = two_dates
+    cube = rx.open_mfdataset(paths).compute()
+    path = tmp_path / "cube.rumi"
+    to_rumi(cube, path, tile_size=8)
+    ds = xr.open_dataset(path, engine="rumi")
+    with pytest.raises(TooManyDimensions):
+        ds.band_data.rio.reproject("EPSG:4326")
+    with pytest.raises(TooManyDimensions):
+        ds.band_data.rio.to_raster(tmp_path / "x.tif")
+    one = ds.band_data.isel(time=0).rio.reproject("EPSG:4326")
+    assert one.dims == ("band", "y", "x") and np.isnan(one.rio.nodata)
+    by_band = xr.open_dataset(path, engine="rumi", band_as_variable=True)
+    warped = by_band.rio.reproject("EPSG:4326")
+    assert warped["B04"].dims == ("time", "y", "x")
+    np.testing.assert_array_equal(warped["B04"].isel(time=0).values, one.sel(band="B04").values)
+    by_band["B04"].rio.to_raster(tmp_path / "B04.tif")
+    assert rioxarray.open_rasterio(tmp_path / "B04.tif").sizes["band"] == 2  # time steps
+    lazy = xr.open_dataset(path, engine="rumi", chunks={}).band_data.odc.reproject("EPSG:4326")
+    assert lazy.chunks is not None and lazy.dims[:2] == ("time", "band")
+    assert np.isnan(lazy.values).any()
+    # Reprojected, decoded data pack back with the same nodata.
+    to_rumi(one.expand_dims(time=ds.time.values[:1]), tmp_path / "warped.rumi")
+    assert sidecar(tmp_path / "warped.rumi")["nodata"] == 0
+    np.testing.assert_array_equal(rx.open_dataset(tmp_path / "warped.rumi").band_data.values[0],
+                                  one.values)

@@ -47,7 +47,7 @@ def in_notebook() -> bool:
     if shell is None:
         return False
     try:
-        ip = shell.get_ipython()  # type: ignore[attr-defined]
+        ip = shell.get_ipython()
     except AttributeError:
         return False
     return ip is not None and type(ip).__name__ == "ZMQInteractiveShell"
@@ -99,7 +99,10 @@ def bar(total: int, desc: str, unit: str = "it", show: bool | None = None,
     with tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, dynamic_ncols=True,
               leave=False, unit_scale=unit_scale, unit_divisor=1024 if unit_scale else 1000
               ) as progress:
-        yield progress.update
+        def advance(n: int) -> None:
+            progress.update(n)
+
+        yield advance
 
 
 def progress_map(pool: Executor, func: Callable[[T], R], items: Iterable[T], desc: str,

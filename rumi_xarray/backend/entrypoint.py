@@ -49,7 +49,7 @@ class RumiBackendEntrypoint(BackendEntrypoint):
         "band_as_variable", "header", "storage_options", "nodata", "scale_factor",
         "add_offset", "units", "sidecar")
 
-    def open_dataset(  # type: ignore[override]
+    def open_dataset(
             self, filename_or_obj: Any, *,
             drop_variables: str | Iterable[str] | None = None,
             mask_and_scale: bool | None = None, decode_times: bool | None = None,

@@ -69,8 +69,10 @@ def open_rumi(filename_or_obj: Any, *, drop_variables: str | Iterable[str] | Non
     labels = dataset.Labels.from_metadata(meta, scene.name)
     labels = dataset.Labels(labels.bands, labels.seconds, labels.bounds, labels.transform,
                             labels.crs, labels.pixel_is_point, facts)
-    decoders = {"mask_and_scale": True if mask_and_scale is None else mask_and_scale,
-                "decode_times": True if decode_times is None else decode_times}
+    # xarray's defaults for every engine: masked and scaled, times decoded.
+    decoders: dict[str, Any] = {
+        "mask_and_scale": True if mask_and_scale is None else mask_and_scale,
+        "decode_times": True if decode_times is None else decode_times}
     for name, value in (("decode_timedelta", decode_timedelta), ("use_cftime", use_cftime),
                         ("concat_characters", concat_characters),
                         ("decode_coords", decode_coords)):

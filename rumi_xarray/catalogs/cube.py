@@ -114,8 +114,10 @@ def _order(rows: pd.DataFrame, duplicates: str) -> pd.DataFrame:
             raise RumiCatalogError(
                 f"catalog rows {list(rows[dup]['_row'][:2])} share the time "
                 f"{first.get('time')}; pass duplicates='first', 'last' or 'keep'")
-        if duplicates in ("first", "last"):
-            rows = rows[~rows["_key"].duplicated(keep=duplicates)]
+        if duplicates == "first":
+            rows = rows[~rows["_key"].duplicated(keep="first")]
+        elif duplicates == "last":
+            rows = rows[~rows["_key"].duplicated(keep="last")]
     return rows.drop(columns="_key").reset_index(drop=True)
 
 

@@ -142,7 +142,7 @@ def open_source(source: str, *, engine: str | None = None, tile_size: int = 512
         return _open_rasterio(source, tile_size)
     if kind == "rumi":
         return xr.open_dataset(source, engine="rumi", chunks={})
-    chunks = {} if kind == "zarr" else None
+    chunks: dict[str, int] | None = {} if kind == "zarr" else None
     try:
         return xr.open_dataset(source, engine=kind, chunks=chunks)
     except ValueError as exc:

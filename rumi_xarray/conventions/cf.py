@@ -30,7 +30,7 @@ import math
 import os
 import secrets
 import warnings
-from collections.abc import Hashable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -395,8 +395,8 @@ class Encoded:
     facts: dict[str, Any]
 
 
-def encode(da: xr.DataArray, where: str, *, attrs: Mapping[Hashable, Any] | None = None,
-           encoding: Mapping[Hashable, Any] | None = None, encode_cf: bool = True,
+def encode(da: xr.DataArray, where: str, *, attrs: Mapping[Any, Any] | None = None,
+           encoding: Mapping[Any, Any] | None = None, encode_cf: bool = True,
            dtype: Any = None) -> Encoded:
     """Return the samples to store for ``da`` and the facts its sidecar records.
 
@@ -444,8 +444,8 @@ def encode(da: xr.DataArray, where: str, *, attrs: Mapping[Hashable, Any] | None
         different values), a nodata the stored type cannot hold, or a float
         ``dtype`` for packed values.
     """
-    attrs = dict(da.attrs if attrs is None else attrs)
-    encoding = dict(da.encoding if encoding is None else encoding)
+    attrs = {str(k): v for k, v in (da.attrs if attrs is None else attrs).items()}
+    encoding = {str(k): v for k, v in (da.encoding if encoding is None else encoding).items()}
     target = None if dtype is None else np.dtype(dtype)
     n_bands = int(da.sizes.get("band", 1))
     if da.dtype.kind in "fc":
@@ -703,10 +703,10 @@ def _decode_raw(da: xr.DataArray, raw: Mapping[str, Any], where: str) -> xr.Data
             attrs[key] = _fill_value(attrs[key], da.dtype, where)
     # Decoded in the type the file would decode to when read (GDAL's rule
     # unless the attributes are typed), so both ways give the same numbers.
-    decoded = decoded_type(attrs, da.dtype, where)
+    float_type = decoded_type(attrs, da.dtype, where)
     for key in ("scale_factor", "add_offset"):
         if key in attrs:
-            attrs[key] = decoded.type(attrs[key])
+            attrs[key] = float_type.type(attrs[key])
     variable = xr.Variable(da.dims, da.data, attrs)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", xr.SerializationWarning)

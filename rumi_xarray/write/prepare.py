@@ -308,7 +308,7 @@ def _check_sizes(da: xr.DataArray, where: str) -> None:
                              f"of 4294967295")
 
 
-def _lazy(da: xr.DataArray, chunks: Mapping[Hashable, int] | None, where: str
+def _lazy(da: xr.DataArray, chunks: Mapping[Any, int] | None, where: str
           ) -> xr.DataArray:
     """Return ``da`` with dask data, chunked to frames unless it is dask already.
 

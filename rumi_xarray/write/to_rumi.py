@@ -123,8 +123,8 @@ def write_array(path: str | os.PathLike[str], data: Any, *, bands: Sequence[str]
     sidecar = cf.SidecarUpdate(target, facts)
     with atomic_path(target) as temporary:
         try:
-            table, specs = frame_specs(tuple(int(n) for n in data.shape), dtype, pattern,
-                                       tile_size)
+            t, b, h, w = (int(n) for n in data.shape)
+            table, specs = frame_specs((t, b, h, w), dtype, pattern, tile_size)
             payloads = _compress_all(data, specs, compress, progress)
             header = write_file(temporary, table, payloads, bands=bands, time=time,
                                 transform=transform, crs=crs, pixel_is_point=pixel_is_point)
@@ -169,8 +169,10 @@ def _pattern(target: str, frame: str, pattern: str | None) -> str:
 
 
 def _check_tile_size(target: str, tile_size: int) -> None:
-    if isinstance(tile_size, bool) or not isinstance(tile_size, (int, np.integer)) or not (
-            1 <= tile_size <= 65535):
+    # Callers may pass anything at run time, whatever the annotation says.
+    size: Any = tile_size
+    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or not (
+            1 <= size <= 65535):
         raise ValueError(f"{target}: tile_size must be an integer in [1, 65535], "
                          f"got {tile_size!r}")
 

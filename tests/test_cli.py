@@ -228,6 +228,33 @@ def test_convert_zarr(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> Non
     assert meta.transform == synthetic_corner() and meta.crs == synthetic.EPSG
 
 
+def test_convert_refuses_an_existing_destination_unless_overwrite(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    data = np.arange(2 * 20 * 30, dtype=np.uint16).reshape(2, 20, 30)
+    tif = tmp_path / "scene.tif"
+    write_geotiff(tif, data, descriptions=["red", "nir"], stamp="2024:05:01 10:20:30")
+    target = tmp_path / "x.rumi"
+    target.write_bytes(b"precious")
+    code, _, err = run(capsys, "convert", tif, target)
+    assert code == 1 and "exists already" in err and "--overwrite" in err
+    assert target.read_bytes() == b"precious"
+    code, _, err = run(capsys, "convert", tif, target, "--overwrite")
+    assert code == 0, err
+    np.testing.assert_array_equal(read(target)[0], data)
+
+
+def test_convert_unknown_codec_or_dtype(capsys: pytest.CaptureFixture[str],
+                                        tmp_path: Path) -> None:
+    data = np.ones((1, 8, 8), dtype=np.uint16)
+    tif = tmp_path / "scene.tif"
+    write_geotiff(tif, data, descriptions=[None], stamp="2024:05:01 10:20:30")
+    code, _, err = run(capsys, "convert", tif, tmp_path / "x.rumi", "--codec", "zstd>planar")
+    assert code == 1 and "unknown codec 'zstd>planar'" in err
+    code, _, err = run(capsys, "convert", tif, tmp_path / "x.rumi", "--dtype", "float31")
+    assert code == 2 and "not a numpy dtype" in err
+    assert sorted(os.listdir(tmp_path)) == ["scene.tif"]
+
+
 def test_convert_failures(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     missing = tmp_path / "missing.tif"
     code, _, err = run(capsys, "convert", missing, tmp_path / "x.rumi")

@@ -569,18 +569,6 @@ def test_misspelt_codec_raises_naming_it_and_leaves_no_file(tmp_path: Path, tif:
     assert sorted(os.listdir(tmp_path)) == ["scene.tif"]
 
 
-def test_convert_refuses_an_existing_destination_unless_overwrite(tif: Path,
-                                                                  tmp_path: Path) -> None:
-    target = tmp_path / "x.rumi"
-    target.write_bytes(b"precious")
-    code, _, err = convert("convert", tif, target)
-    assert code == 1 and "exists already" in err and "--overwrite" in err
-    assert target.read_bytes() == b"precious"
-    code, _, err = convert("convert", tif, target, "--overwrite")
-    assert code == 0, err
-    assert rumi.info(source=os.fspath(target)).bands == TEXTS
-
-
 # --- finding 8: error messages --------------------------------------------------------
 
 

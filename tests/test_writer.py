@@ -493,6 +493,46 @@ def test_failure_while_compressing_keeps_the_existing_file(tmp_path: Path) -> No
     assert target.read_bytes() == before
 
 
+def test_failed_write_keeps_the_old_file_and_its_sidecar(tmp_path: Path) -> None:
+    target = tmp_path / "out.rumi"
+    write_array(target, np.zeros((1, 1, 8, 8), np.uint16), bands=["a"], time=["2024-01-01"],
+                nodata=0, units="K")
+    before = (target.read_bytes(), (tmp_path / "out.rumi.aux.json").read_text())
+
+    def block(block_info: dict | None = None) -> np.ndarray:
+        raise OSError("disk went away")
+
+    failing = da.map_blocks(block, dtype=np.uint16, chunks=((1,), (1,), (8,), (8,)))
+    with pytest.raises(OSError, match="disk went away"):
+        write_array(target, failing, bands=["a"], time=["2024-01-01"], nodata=7)
+    assert sorted(os.listdir(tmp_path)) == ["out.rumi", "out.rumi.aux.json"]
+    assert (target.read_bytes(), (tmp_path / "out.rumi.aux.json").read_text()) == before
+
+
+def test_band_variables_with_different_packing_are_stored_decoded(tmp_path: Path) -> None:
+    base = cube(sample("int16", (1, 2, 6, 8)) // 4)
+    red = base.isel(band=0, drop=True)
+    nir = base.isel(band=1, drop=True)
+    red.encoding = {"dtype": "int16", "scale_factor": 0.01, "_FillValue": -1}
+    nir.encoding = {"dtype": "int16", "scale_factor": 0.02, "_FillValue": -1}
+    decoded = xr.Dataset({"red": red.astype("float64") * 0.01, "nir": nir.astype("float64")})
+    decoded["red"].encoding = red.encoding
+    decoded["nir"].encoding = nir.encoding
+    path = tmp_path / "mixed.rumi"
+    with pytest.warns(UserWarning, match="different nodata, scale or offset"):
+        to_rumi(decoded, path, tile_size=4)
+    back = rx.open_dataset(path)["band_data"]
+    np.testing.assert_array_equal(back.sel(band="red").values, decoded["red"].values)
+    np.testing.assert_array_equal(back.sel(band="nir").values, decoded["nir"].values)
+    # The same packing for every variable is kept: packed samples, one sidecar.
+    same = xr.Dataset({"red": decoded["red"], "nir": decoded["nir"] * 0.01})
+    same["nir"].encoding = dict(red.encoding)
+    packed = tmp_path / "packed.rumi"
+    to_rumi(same, packed, tile_size=4)
+    assert read(packed).dtype == np.int16
+    assert json.loads((tmp_path / "packed.rumi.aux.json").read_text())["scale_factor"] == 0.01
+
+
 def test_destination_problems(tmp_path: Path) -> None:
     data = cube(sample("uint8", (1, 1, 4, 4)))
     with pytest.raises(FileNotFoundError, match="does not exist") as missing:

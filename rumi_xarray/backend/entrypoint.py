@@ -37,7 +37,10 @@ class RumiBackendEntrypoint(BackendEntrypoint):
     Every keyword of :func:`rumi_xarray.open_dataset` is accepted, including
     xarray's standard decoding keywords (``mask_and_scale``, ``decode_times``,
     ``use_cftime``, ``decode_coords``, ``decode_timedelta``,
-    ``concat_characters``) and ``lock`` (accepted and unused: librumi reads are
+    ``concat_characters``), applied by :func:`xarray.decode_cf` exactly as for
+    other engines (``mask_and_scale`` defaults to True, as xarray's does;
+    ``use_cftime=True`` gives cftime datetimes, with xarray's deprecation
+    warning), and ``lock`` (accepted and unused: librumi reads are
     thread-safe).
     """
 

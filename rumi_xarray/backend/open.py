@@ -100,7 +100,10 @@ def open_dataset(filename_or_obj: Any, *, chunks: Any = None, **kwargs: Any) -> 
         As for :func:`xarray.open_dataset`: ``{}`` one read group per chunk,
         ``"auto"`` multiples of it, or explicit sizes.
     **kwargs
-        Any keyword of :func:`xarray.open_dataset`, plus:
+        Any keyword of :func:`xarray.open_dataset` (``mask_and_scale``
+        defaults to True, as for xarray's other engines: nodata becomes NaN
+        and scale/offset are applied, as ``rioxarray.open_rasterio(...,
+        mask_and_scale=True)`` does), plus:
 
         band_as_variable : bool, default False
             One variable per band (named by its short band name) instead of

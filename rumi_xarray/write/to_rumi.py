@@ -229,8 +229,11 @@ def to_rumi(obj: xr.DataArray | xr.Dataset, path: str | os.PathLike[str], *,
       ``band`` and ``time`` may be missing (one band, one time step).
       y/x are the dimensions named ``y``/``lat``/``latitude`` and
       ``x``/``lon``/``longitude``, or the two remaining ones, in order.
-    - **band names**: the ``band`` coordinate, as text; without one, the
-      variable name for a single named band, else ``band_1``, ``band_2``...
+    - **band names**: the ``band_text`` coordinate (the full texts
+      rumi_xarray opened, e.g. ``"B04, Red, 665nm"``), else the ``band``
+      coordinate as text, else the GDAL band descriptions of a rioxarray
+      object (numbered bands, ``long_name``), else the variable name for a
+      single named band, else ``band_1``, ``band_2``...
     - **time**: the ``time`` coordinate (datetime64, dates, datetimes, or
       numbers with CF ``units``) as instants; with a bounds variable
       (``time.attrs["bounds"]``, e.g. ``time_bnds``, looked up in the Dataset)

@@ -93,7 +93,7 @@ def _demo_write(scene: xr.Dataset, out: str, year: int, tile_size: int) -> dict[
     for i in range(scene.sizes["time"]):
         # One time step keeps a scalar time coordinate: a single-date file.
         step = scene["band_data"].isel(time=i)
-        day = np.datetime_as_string(step["time"].values, unit="D").replace("-", "")
+        day = str(np.datetime_as_string(step["time"].values, unit="D")).replace("-", "")
         path = os.path.join(scenes_dir, f"S2_33UUP_{day}.rumi")
         to_rumi(step, path, tile_size=tile_size)
         scene_paths.append(path)

@@ -116,11 +116,11 @@ def plan(cube: Cube, requests: list[Request], budget: int = UNBOUNDED) -> Plan:
         by_times: dict[tuple[int, ...], list[int]] = defaultdict(list)
         for b, ts in per_band.items():
             by_times[tuple(sorted(ts))].append(b)
-        for times, bands in by_times.items():
-            key = (times, tuple(sorted(bands)), h, w)
-            pieces[key].append((row, col, scene))
-            for b in bands:
-                where[(scene, row, col, h, w, b)] = key[:2]
+        for times, band_list in by_times.items():
+            sorted_bands = tuple(sorted(band_list))
+            pieces[(times, sorted_bands, h, w)].append((row, col, scene))
+            for b in band_list:
+                where[(scene, row, col, h, w, b)] = (times, sorted_bands)
 
     # 3. Batch equal keys, neighbours first, under the budget.
     itemsize = cube.grid.dtype.itemsize
@@ -150,13 +150,12 @@ def plan(cube: Cube, requests: list[Request], budget: int = UNBOUNDED) -> Plan:
         for scene, local, t_out in segs:
             groups: dict[tuple[tuple[int, ...], tuple[int, ...]], list[int]] = defaultdict(list)
             for bo, b in enumerate(req.bands):
-                key = where[(scene, req.row, req.col, req.height, req.width, b)]
-                groups[key].append(bo)
-            for (times, bands), b_outs in groups.items():
-                call, item = index[(scene, req.row, req.col, times, bands,
+                groups[where[(scene, req.row, req.col, req.height, req.width, b)]].append(bo)
+            for (piece_times, piece_bands), b_outs in groups.items():
+                call, item = index[(scene, req.row, req.col, piece_times, piece_bands,
                                     req.height, req.width)]
-                t_pos = {t: i for i, t in enumerate(times)}
-                b_pos = {b: i for i, b in enumerate(bands)}
+                t_pos = {t: i for i, t in enumerate(piece_times)}
+                b_pos = {b: i for i, b in enumerate(piece_bands)}
                 parts.append(Part(call=call, item=item, t_out=tuple(t_out),
                                   t_src=tuple(t_pos[t] for t in local),
                                   b_out=tuple(b_outs),

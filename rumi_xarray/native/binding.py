@@ -128,7 +128,8 @@ def _library() -> Any:
         with _lock:
             if _lib is None:
                 check_version(rumi.__version__)
-                lib = _ffi.dlopen(library_path())
+                # ABI mode: the functions of _CDEF are attributes of the opened library.
+                lib: Any = _ffi.dlopen(library_path())
                 version = lib.rumi_api_version()
                 if version != _API_VERSION:
                     raise ImportError(
@@ -147,7 +148,8 @@ _ERRORS: dict[int, type[Exception]] = {1: ValueError, 2: OSError, 3: ValueError,
 def _check(lib: Any, status: int, what: str) -> None:
     if status != 0:
         err = lib.rumi_last_error()
-        message = _ffi.string(err).decode("utf-8", "replace") if err else "unknown error"
+        text = _ffi.string(err) if err else b"unknown error"
+        message = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
         raise _ERRORS.get(status, RuntimeError)(f"{what}: {message}")
 
 
@@ -190,7 +192,8 @@ def read_into(dst: np.ndarray, items: Sequence[tuple[Any, bytes, int, int]],
     keep = []
     t_ptr, t_n = _ints(times)
     b_ptr, b_n = _ints(bands)
-    target = _ffi.from_buffer(dst)
+    # ndarray.data is the array's own buffer as a memoryview (no copy).
+    target = _ffi.from_buffer(dst.data)
     if len(items) == 1:
         source, header, row, col = items[0]
         handle, buf = _source(lib, source)

@@ -79,7 +79,7 @@ class RangeSource:
                               f"got {len(data)}")
             image[offset:offset + length] = np.frombuffer(data, dtype=np.uint8)
         _count(sum(length for _, length in merged))
-        return memoryview(image)
+        return image.data
 
     def metadata_images(self) -> Iterator[memoryview]:
         """Yield sparse images holding ever larger heads and tails of the file.

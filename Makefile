@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench fuzz lint env clean
+.PHONY: demo test test-min bench fuzz lint env clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,11 +25,34 @@ bench: $(STAMP)
 	$(PY) benchmarks/run.py
 	$(PY) benchmarks/verify_cost.py
 
+# The hostile-input property test with many more examples than `make test` runs.
 fuzz: $(STAMP)
-	RUMI_FUZZ_EXAMPLES=2000 $(PY) -m pytest -q tests/test_hostile_input.py
+	RUMI_FUZZ_EXAMPLES=2000 $(PY) -m pytest -q \
+		tests/test_hardening.py::test_hostile_inputs_never_crash_or_hang
 
+# ruff, then mypy with the settings of [tool.mypy] in pyproject.toml.
 lint: $(STAMP)
-	$(VENV)/bin/ruff check rumi_xarray tests benchmarks notebooks
+	$(VENV)/bin/ruff check rumi_xarray tests benchmarks notebooks tools
+	$(VENV)/bin/mypy rumi_xarray
+
+# The suite against the oldest versions pyproject.toml declares (every `>=` floor of the
+# core dependencies and of the test extra, pinned by tools/min_constraints.py), in its
+# own venv so .venv keeps current releases. CI runs `make test` only: run this when a
+# dependency, a floor or a use of a newer library API changes (about 4-5 minutes).
+VENV_MIN := .venv-min
+STAMP_MIN := $(VENV_MIN)/.installed
+
+$(STAMP_MIN): pyproject.toml tools/min_constraints.py
+	rm -rf $(VENV_MIN)
+	$(PYTHON) -m venv $(VENV_MIN)
+	$(VENV_MIN)/bin/python -m pip install --quiet --upgrade pip
+	$(PYTHON) tools/min_constraints.py pyproject.toml > $(VENV_MIN)/constraints.txt
+	$(VENV_MIN)/bin/python -m pip install --quiet -c $(VENV_MIN)/constraints.txt -e '.[test]'
+	touch $(STAMP_MIN)
+
+test-min: $(STAMP_MIN)
+	$(VENV_MIN)/bin/python -m pip list --format=freeze > $(VENV_MIN)/installed.txt
+	$(VENV_MIN)/bin/python -m pytest -q -p no:cacheprovider
 
 clean:
-	rm -rf $(VENV) build demo-data bench-data
+	rm -rf $(VENV) $(VENV_MIN) build demo-data bench-data

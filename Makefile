@@ -50,9 +50,12 @@ $(STAMP_MIN): pyproject.toml tools/min_constraints.py
 	$(VENV_MIN)/bin/python -m pip install --quiet -c $(VENV_MIN)/constraints.txt -e '.[test]'
 	touch $(STAMP_MIN)
 
+# The lint test is left out: ruff's and mypy's floors are not the versions the lint
+# configuration is written for (`make lint` and `make test` run it with current ones).
 test-min: $(STAMP_MIN)
 	$(VENV_MIN)/bin/python -m pip list --format=freeze > $(VENV_MIN)/installed.txt
-	$(VENV_MIN)/bin/python -m pytest -q -p no:cacheprovider
+	$(VENV_MIN)/bin/python -m pytest -q -p no:cacheprovider \
+		--deselect tests/test_architecture.py::test_make_lint_passes
 
 clean:
 	rm -rf $(VENV) $(VENV_MIN) build demo-data bench-data

@@ -15,6 +15,7 @@ import dataclasses
 import email.utils
 import hmac
 import os
+import random
 import re
 import shutil
 import socket
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "S3_ENV_TO_UNSET",
+    "Faults",
     "RangeHTTPServer",
     "RecordedRequest",
     "S3Server",
@@ -80,6 +82,47 @@ class RecordedRequest:
     bytes_sent: int
     query: str = ""
     headers: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
+
+
+class Faults:
+    """Seeded random faults a :class:`RangeHTTPServer` injects into its answers.
+
+    Each request draws from one seeded generator (in arrival order): with
+    probability ``rate`` it fails, as a ``503 Service Unavailable`` or as a
+    response whose body is cut after half of its announced ``Content-Length``
+    (the connection is then closed, as when a proxy or a server dies mid-body),
+    chosen with equal odds among ``kinds``. Requests are recorded as usual: a
+    503 with its status, a cut body with the bytes actually sent.
+
+    Parameters
+    ----------
+    rate : float, default 0.3
+        Probability that a request fails.
+    seed : int, default 0
+    kinds : tuple of {"503", "cut"}, default both
+    """
+
+    KINDS = ("503", "cut")
+
+    def __init__(self, rate: float = 0.3, seed: int = 0,
+                 kinds: tuple[str, ...] = KINDS) -> None:
+        unknown = set(kinds) - set(self.KINDS)
+        if unknown or not kinds:
+            raise ValueError(f"fault kinds must be among {self.KINDS}, got {kinds!r}")
+        self.rate = float(rate)
+        self.kinds = tuple(kinds)
+        self._rng = random.Random(seed)
+        self._lock = threading.Lock()
+        self.injected = dict.fromkeys(self.KINDS, 0)
+
+    def draw(self) -> str | None:
+        """Return the fault to inject into the next answer, or ``None``."""
+        with self._lock:
+            if self._rng.random() >= self.rate:
+                return None
+            kind = self.kinds[self._rng.randrange(len(self.kinds))]
+            self.injected[kind] += 1
+            return kind
 
 
 class _RequestLog:
@@ -245,11 +288,16 @@ class _RangeHandler(BaseHTTPRequestHandler):
         if target is None:
             self._fail(HTTPStatus.NOT_FOUND)
             return
+        fault = owner.faults.draw() if owner.faults is not None else None
+        if fault == "503":
+            self._fail(HTTPStatus.SERVICE_UNAVAILABLE)
+            return
         with target.open("rb") as fh:
             stat = os.fstat(fh.fileno())
-            self._send_file(fh, stat, send_body=send_body)
+            self._send_file(fh, stat, send_body=send_body, cut=fault == "cut")
 
-    def _send_file(self, fh: BinaryIO, stat: os.stat_result, *, send_body: bool) -> None:
+    def _send_file(self, fh: BinaryIO, stat: os.stat_result, *, send_body: bool,
+                   cut: bool = False) -> None:
         size = stat.st_size
         etag = f'"{stat.st_mtime_ns:x}-{size:x}"'
         validators = {
@@ -289,9 +337,14 @@ class _RangeHandler(BaseHTTPRequestHandler):
         sent = 0
         if send_body:
             fh.seek(first)
+            # A cut body stops after half of what Content-Length announced and
+            # drops the connection: the client must notice the short read.
+            stop = length // 2 if cut else length
+            if cut:
+                self.close_connection = True
             try:
-                while sent < length:
-                    chunk = fh.read(min(_CHUNK, length - sent))
+                while sent < stop:
+                    chunk = fh.read(min(_CHUNK, stop - sent))
                     if not chunk:
                         break
                     self.wfile.write(chunk)
@@ -399,7 +452,11 @@ class RangeHTTPServer(_LoopbackServer):
         URL paths (e.g. ``"/broken.rumi"``) answered with 500; see also
         :meth:`fail`.
     delay : float, optional
-        Seconds to sleep before answering each request, to widen race windows.
+        Seconds to sleep before answering each request, to widen race windows
+        or to stand for the latency of a distant object store.
+    faults : Faults, optional
+        Seeded random failures (503s, bodies cut in half); see also
+        :meth:`inject_faults`.
 
     Examples
     --------
@@ -415,10 +472,12 @@ class RangeHTTPServer(_LoopbackServer):
         auth: tuple[str, str] | None = None,
         fail: Iterable[str] = (),
         delay: float = 0.0,
+        faults: Faults | None = None,
     ) -> None:
         self.root = Path(directory).resolve()
         self.auth = auth
         self.delay = delay
+        self.faults = faults
         self.log = _RequestLog()
         self._failures: dict[str, int] = {}
         self._failures_lock = threading.Lock()
@@ -514,12 +573,31 @@ class RangeHTTPServer(_LoopbackServer):
             self._failures["/" + path.lstrip("/")] = status
 
     def heal(self, path: str | None = None) -> None:
-        """Stop failing ``path``, or every path when ``path`` is ``None``."""
+        """Stop failing ``path``, or every path (and every random fault) when ``None``."""
         with self._failures_lock:
             if path is None:
                 self._failures.clear()
+                self.faults = None
             else:
                 self._failures.pop("/" + path.lstrip("/"), None)
+
+    def inject_faults(self, rate: float = 0.3, seed: int = 0,
+                      kinds: tuple[str, ...] = Faults.KINDS) -> Faults:
+        """Fail a seeded random share of requests (503s, cut bodies) until :meth:`heal`.
+
+        Parameters
+        ----------
+        rate : float, default 0.3
+        seed : int, default 0
+        kinds : tuple of {"503", "cut"}
+
+        Returns
+        -------
+        Faults
+            Counts the faults injected (``.injected``).
+        """
+        self.faults = Faults(rate, seed, kinds)
+        return self.faults
 
     def failure_for(self, url_path: str) -> int | None:
         """Status code configured to fail ``url_path``, else ``None``."""

@@ -5,6 +5,12 @@
 not look at them. Cubes rumi_xarray builds itself (catalogs, STAC) are chunked
 here with the same rules, so ``chunks={}`` means one read group per chunk on
 every path.
+
+One difference: dask's ``"auto"`` sizes can split frames (its estimate starts
+from the median block, which a partial edge block drags below a frame when a
+dimension has two blocks, e.g. 300 rows of 256-row tiles give 226 + 74), and
+here they are moved to the nearest frame boundary, so a chunk never decodes
+a frame that its neighbour decodes again.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping
 from typing import Any
 
+import numpy as np
 import xarray as xr
 from dask.array.core import normalize_chunks
 
@@ -42,9 +49,38 @@ def open_chunks(ds: xr.Dataset, chunks: Any) -> dict[Hashable, tuple[int, ...]]:
         previous = tuple(preferred.get(d, n) for d, n in zip(dims, var.shape, strict=True))
         normalized = normalize_chunks(shape, var.shape, dtype=var.dtype,
                                       previous_chunks=previous)
-        for dim, blocks in zip(dims, normalized, strict=True):
+        frame: Mapping[Hashable, int] = var.encoding.get("rumi_frame_shape", {})
+        for dim, blocks, size in zip(dims, normalized, var.shape, strict=True):
+            if wanted.get(dim) == "auto" and frame.get(dim):
+                blocks = frame_aligned(blocks, int(frame[dim]), size)
             out.setdefault(dim, tuple(int(b) for b in blocks))
     return out
+
+
+def frame_aligned(blocks: tuple[int, ...], frame: int, size: int) -> tuple[int, ...]:
+    """Return ``blocks`` with every inner boundary moved to the nearest frame boundary.
+
+    Parameters
+    ----------
+    blocks : tuple of int
+        Block sizes along one dimension (summing to ``size``).
+    frame : int
+        Frame extent along that dimension.
+    size : int
+
+    Returns
+    -------
+    tuple of int
+        Blocks of whole frames (the last one may be a partial edge frame),
+        never empty; blocks that would shrink to nothing are merged.
+    """
+    bounds = []
+    for edge in np.cumsum(blocks)[:-1].tolist():
+        snapped = max(frame, round(edge / frame) * frame)
+        if snapped < size and (not bounds or snapped > bounds[-1]):
+            bounds.append(snapped)
+    edges = [0, *bounds, size]
+    return tuple(int(np.diff(edges)[i]) for i in range(len(edges) - 1))
 
 
 def chunk_like_open_dataset(ds: xr.Dataset, chunks: Any) -> xr.Dataset:

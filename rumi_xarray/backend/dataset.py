@@ -109,7 +109,25 @@ def _warn_query_planning() -> None:
         "read of a chunk, so every chunk a computation touches is read whole (one native "
         f"call each). rumi_xarray therefore uses read groups of "
         f"{QUERY_PLANNING_GROUP_BYTES // 2**20} MiB instead of dask's chunk size; "
-        "rx.set_options(group_bytes=...) chooses another size.", UserWarning, stacklevel=2)
+        "rx.set_options(group_bytes=...) chooses another size.", UserWarning,
+        stacklevel=_user_stacklevel())
+
+
+def _user_stacklevel() -> int:
+    """Return the ``stacklevel`` of the caller's first frame outside the libraries.
+
+    A warning points at the user's line that opened the data, not at the
+    xarray, dask or rumi_xarray code between it and the warning.
+    """
+    import sys
+
+    frame = sys._getframe(2)  # the frame calling warnings.warn is level 1
+    level = 2
+    while frame is not None and frame.f_globals.get("__name__", "").partition(".")[0] in (
+            "rumi_xarray", "xarray", "dask", "importlib"):
+        frame = frame.f_back
+        level += 1
+    return level
 
 
 def preferred_chunks(cube: Cube, dims: tuple[str, ...]) -> dict[str, int]:

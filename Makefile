@@ -17,12 +17,18 @@ env: $(STAMP)
 demo: $(STAMP)
 	$(PY) -m rumi_xarray demo --out demo-data
 
+# The suite without its slow cases (`make bench` runs those), then the dask-facing tests
+# again under dask's array query planning, announced to become dask's default.
 test: $(STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -m "not slow"
+	DASK_ARRAY__QUERY_PLANNING=True $(PY) -m pytest -q -m "dask and not slow" \
+		tests/test_dask.py tests/test_distributed.py
 
 bench: $(STAMP)
+	$(PY) -m pytest -q -m slow
 	$(PY) benchmarks/open_speed.py
 	$(PY) benchmarks/run.py
+	$(PY) benchmarks/cluster.py
 	$(PY) benchmarks/verify_cost.py
 
 # The hostile-input property test with many more examples than `make test` runs.

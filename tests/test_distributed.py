@@ -1,8 +1,17 @@
-"""A real dask.distributed LocalCluster with worker processes."""
+"""Real dask.distributed clusters: a LocalCluster with worker processes, and a
+scheduler plus two workers started as processes of their own (``dask scheduler``,
+``dask worker``), as every deployment runs them."""
 
 from __future__ import annotations
 
+import math
+import subprocess
+import sys
+import time
+from pathlib import Path
+
 import numpy as np
+import pandas as pd
 import pytest
 import rumi
 import xarray as xr
@@ -93,3 +102,174 @@ def test_missing_catalog_file_fails_clearly_on_cluster(client, corpus, tmp_path)
     cube = rx.open_catalog(table, chunks={})
     with pytest.raises(OSError, match=r"scene1\.rumi \(catalog row 1\)"):
         client.compute(cube.band_data.mean()).result(timeout=60)
+
+
+# --- a scheduler and two workers in processes of their own, as in every deployment ---
+
+
+class SeparateCluster:
+    """``dask scheduler`` and two ``dask worker`` processes on loopback (no dashboard).
+
+    Every real deployment runs the scheduler outside the client process; a
+    ``LocalCluster`` hides what that changes (the scheduler unpickles and holds
+    the graph, workers fetch the data node they need). Started from the
+    ``dask`` command line the user would type; stopped by process handle.
+    """
+
+    MEMORY_LIMIT = 600 * 2**20
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.scheduler_file = folder / "scheduler.json"
+        self.procs: list[subprocess.Popen[bytes]] = []
+
+    def start(self) -> SeparateCluster:
+        dask_cli = str(Path(sys.executable).with_name("dask"))
+        logs = [open(self.folder / f"{name}.log", "wb")  # noqa: SIM115 (closed in stop)
+                for name in ("scheduler", "worker0", "worker1")]
+        self._logs = logs
+        self.procs.append(subprocess.Popen(
+            [dask_cli, "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
+             "--scheduler-file", str(self.scheduler_file)], stdout=logs[0], stderr=logs[0]))
+        deadline = time.monotonic() + 60
+        while not self.scheduler_file.exists():
+            if time.monotonic() > deadline or self.procs[0].poll() is not None:
+                self.stop()
+                raise RuntimeError(f"dask scheduler did not start: {self.log('scheduler')}")
+            time.sleep(0.1)
+        for i in range(2):
+            self.procs.append(subprocess.Popen(
+                [dask_cli, "worker", "--scheduler-file", str(self.scheduler_file),
+                 "--host", "127.0.0.1", "--nthreads", "2", "--no-dashboard",
+                 "--memory-limit", str(self.MEMORY_LIMIT), "--name", f"worker{i}"],
+                stdout=logs[i + 1], stderr=logs[i + 1]))
+        return self
+
+    def log(self, name: str) -> str:
+        return (self.folder / f"{name}.log").read_text(errors="replace")[-3000:]
+
+    def stop(self) -> None:
+        for proc in reversed(self.procs):
+            if proc.poll() is None:
+                proc.terminate()
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()  # our own child, by handle
+                proc.wait()
+        for log in getattr(self, "_logs", []):
+            log.close()
+
+
+@pytest.fixture(scope="module")
+def separate(tmp_path_factory):
+    cluster = SeparateCluster(tmp_path_factory.mktemp("cluster")).start()
+    try:
+        with distributed.Client(scheduler_file=str(cluster.scheduler_file),
+                                timeout=60) as c:
+            c.wait_for_workers(2, timeout=60)
+            yield c
+    finally:
+        cluster.stop()
+
+
+def computed(obj) -> np.ndarray:
+    """Compute on the client's cluster (``.values`` does not compute under query planning)."""
+    return np.asarray(obj.compute().to_numpy() if hasattr(obj, "to_numpy") else obj.compute())
+
+
+@pytest.mark.dask
+@pytest.mark.parametrize("opener", ["xarray", "catalog"])
+def test_separate_scheduler_and_workers_compute_rumi_reads(separate, corpus, opener):
+    import os
+
+    assert separate.run_on_scheduler(os.getpid) != os.getpid()
+    path, header, data, _ = corpus["plane_tb_u16"]
+    truth = rumi.read(str(path), header, pattern="t b y x")
+    with rx.set_options(group_bytes=64 * 64 * 2 * 4):  # one frame column per chunk
+        if opener == "xarray":
+            var = xr.open_dataset(path, engine="rumi", chunks={}).band_data
+        else:
+            var = rx.open_catalog(rx.catalog([path]), chunks={}).band_data
+    chunks = math.prod(len(c) for c in var.data.chunks)
+    assert chunks > 4
+    separate.run(rx.clear_cache)
+    rx.stats(reset=True, client=separate)
+    np.testing.assert_array_equal(computed(var), truth)
+    total = rx.stats(client=separate)
+    per_worker = separate.run(rx.stats)
+    assert len(per_worker) == 2
+    assert total["calls"] == chunks  # gathered from every worker
+    assert total["bytes"] == truth.nbytes
+    assert sum(s["calls"] for s in per_worker.values()) == chunks  # none in the client
+    # The time mean as a sum: under dask's array query planning (dask 2026.8) mean()
+    # of any xarray-made dask array fails in dask's meta inference; sum() works.
+    time_mean = var.data.sum(axis=0, dtype="f8") / var.shape[0]
+    np.testing.assert_allclose(computed(time_mean), truth.mean(axis=0))
+    chip = var.isel(y=slice(70, 130), x=slice(10, 150))
+    np.testing.assert_array_equal(computed(chip), truth[:, :, 70:130, 10:150])
+
+
+@pytest.mark.dask
+def test_worker_tile_cache_is_bounded_by_its_memory_limit(separate, corpus):
+    path, _, _, _ = corpus["plane_tb_u16"]
+    # client.run is the first to touch the cache on these workers: it must still
+    # be sized by the worker's limit, not by the host's memory.
+    infos = separate.run(rx.cache_info)
+    limits = {a: w["memory_limit"] for a, w in separate.scheduler_info()["workers"].items()}
+    assert set(infos) == set(limits)
+    for address, info in infos.items():
+        assert limits[address] == SeparateCluster.MEMORY_LIMIT
+        assert 0 < info["max_bytes"] <= 0.10 * limits[address], info
+    var = xr.open_dataset(path, engine="rumi", chunks={}).band_data
+    computed(var.isel(time=0, y=slice(0, 10)))
+    for info in separate.run(rx.cache_info).values():
+        assert info["max_bytes"] <= 0.10 * SeparateCluster.MEMORY_LIMIT
+
+
+def _pickled_sizes(graph: dict) -> dict:
+    from distributed.protocol.pickle import dumps
+
+    return {key: len(dumps(node)) for key, node in graph.items()}
+
+
+@pytest.mark.slow
+@pytest.mark.dask
+def test_a_large_catalog_is_stored_once_per_graph(separate, corpus, tmp_path):
+    """2,000 scenes: the cube is one graph node; no task carries it (all < 64 KiB)."""
+    import shutil
+
+    from rumi_xarray.dask.graphs import optimized_graph
+
+    path, header, data, _ = corpus["plane_b1_f32"]  # T=4, B=1, 100x90, tile 64
+    scenes = 2000
+    sources = []
+    for i in range(scenes):
+        dst = tmp_path / f"s{i:04d}.rumi"
+        shutil.copyfile(path, dst)
+        sources.append(dst)
+    row = rx.catalog([sources[0]]).iloc[0]
+    table = pd.DataFrame([row] * scenes).reset_index(drop=True)
+    step = 86400
+    table["time_seconds"] = [[int(s) + step * 4 * i + k * step // 4
+                              for k, s in enumerate(row["time_seconds"])]
+                             for i in range(scenes)]
+    table["path"] = [str(p) for p in sources]
+    with rx.set_options(group_bytes=4 * 64 * 64 * 4 * 10):  # 10 scenes x one tile cell
+        cube = rx.open_catalog(table, chunks={})
+    var = cube.band_data
+    assert var.shape == (4 * scenes, 1, 100, 90)
+    window_mean = var.isel(y=slice(0, 64), x=slice(0, 64)).data.sum(axis=0, dtype="f8") / (
+        var.shape[0])
+    for graph in (dict(window_mean.__dask_graph__()), optimized_graph(window_mean)):
+        sizes = _pickled_sizes(graph)
+        big = {k: n for k, n in sizes.items() if n > 64 * 2**10}
+        assert len(big) == 1, sorted(big.items())[:5]  # the one node holding the adapter
+        (key, size), = big.items()
+        assert size > 2000 * 100  # it does hold every scene
+        assert len(graph) > 200  # and many tasks refer to it by key
+    result = computed(window_mean)
+    # float32 sums in another order: equal to float32 precision
+    np.testing.assert_allclose(result, np.broadcast_to(data[:, :, :64, :64].mean(axis=0),
+                                                       result.shape), rtol=1e-4, atol=1e-3)

@@ -610,11 +610,12 @@ def test_s3_errors_name_the_url_the_user_typed(s3_server, remote_dir: Path,
     assert text.startswith(f"{missing}: no such file or object")
     assert "/vsis3/" not in text and "<?xml" not in text and "NoSuchKey" in text
     assert isinstance(info.value, rx.RumiFileNotFoundError)
-    # A read that fails later (the object was replaced) names it the same way.
-    url = s3_server.put_bytes(BUCKET, "fidelity.rumi", (remote_dir / "a.rumi").read_bytes())
-    assert url == f"s3://{BUCKET}/fidelity.rumi"
+    # A read that fails later (the object was replaced) names it the same way. A
+    # bucket of its own: other tests list the shared bucket's objects.
+    url = s3_server.put_bytes("fidelity", "scene.rumi", (remote_dir / "a.rumi").read_bytes())
+    assert url == "s3://fidelity/scene.rumi"
     ds = xr.open_dataset(url, engine="rumi")
-    s3_server.put_bytes(BUCKET, "fidelity.rumi", b"RUMI" + bytes(64))
+    s3_server.put_bytes("fidelity", "scene.rumi", b"RUMI" + bytes(64))
     with pytest.raises(OSError) as later:
         ds.band_data.load()
     assert str(later.value).startswith(url) and "/vsis3/" not in str(later.value)

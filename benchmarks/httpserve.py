@@ -7,6 +7,12 @@ handling would compete for the GIL with exactly the Python-heavy readers we
 measure (fsspec, zarr, dask), and pure-native readers would be favoured. The
 child also turns on TCP_NODELAY, as real object stores do (see ``_serve``).
 
+``latency_ms`` (``--latency-ms`` when run as a script) makes the child sleep
+that long before answering each request, in the handler thread of that
+request: concurrent requests wait concurrently, as they do against an object
+store tens of milliseconds away, and a reader pays the latency once per
+request it makes (in sequence), which is what the request counts predict.
+
 The parent talks to the child over its stdin/stdout, one line per command:
 ``reset`` clears the request log, ``stats`` answers with one JSON line
 (requests, bytes, connections), ``quit`` stops it.
@@ -14,6 +20,7 @@ The parent talks to the child over its stdin/stdout, one line per command:
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import subprocess
@@ -32,16 +39,20 @@ class ServerProcess:
     ----------
     root : Path
         Folder to serve (the benchmark data folder).
+    latency_ms : float, default 0
+        Sleep before answering each request, in milliseconds.
     """
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, latency_ms: float = 0.0) -> None:
         self.root = root
+        self.latency_ms = float(latency_ms)
         self._proc: subprocess.Popen[str] | None = None
         self.base_url = ""
 
     def start(self) -> ServerProcess:
         self._proc = subprocess.Popen(
-            [sys.executable, "-u", __file__, str(self.root)], stdin=subprocess.PIPE,
+            [sys.executable, "-u", __file__, str(self.root),
+             "--latency-ms", str(self.latency_ms)], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, text=True)
         self.base_url = self._ask("url")["url"]
         return self
@@ -86,7 +97,7 @@ class ServerProcess:
         self.stop()
 
 
-def _serve(root: str) -> None:
+def _serve(root: str, latency_ms: float = 0.0) -> None:
     """Child side: run RangeHTTPServer and answer commands until ``quit`` or EOF."""
     sys.path.insert(0, str(REPO / "tests"))
     import servers  # the test suite's server; see module docstring
@@ -97,7 +108,7 @@ def _serve(root: str) -> None:
     # hits every small ranged request (librumi's per-chunk reads: 10 ms -> 40 ms
     # each) and would turn request latency into a measurement of the kernel.
     servers._RangeHandler.disable_nagle_algorithm = True
-    server = servers.RangeHTTPServer(root).start()
+    server = servers.RangeHTTPServer(root, delay=latency_ms / 1000).start()
     try:
         for line in sys.stdin:
             command = line.strip()
@@ -123,4 +134,9 @@ def _serve(root: str) -> None:
 
 
 if __name__ == "__main__":
-    _serve(sys.argv[1])
+    parser = argparse.ArgumentParser(description="loopback range HTTP server (child side)")
+    parser.add_argument("root")
+    parser.add_argument("--latency-ms", type=float, default=0.0,
+                        help="sleep before answering each request (milliseconds)")
+    args = parser.parse_args()
+    _serve(args.root, args.latency_ms)

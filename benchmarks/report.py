@@ -11,14 +11,26 @@ from __future__ import annotations
 import math
 from typing import Any
 
-WHERE = ("local", "http")
 WORKLOADS = ("full", "mean", "pixels", "chips")
 TITLES = {"full": "W1 full load", "mean": "W2 time mean", "pixels": "W3 pixel series",
           "chips": "W4 chips"}
-RX = ("rx-lazy", "rx-grouped", "rx-ungrouped", "rx-grouped-auto")
+RX = ("rx-lazy", "xr-chunks", "xr-auto", "rx-chunks", "rx-auto", "rx-catalog")
+#: The dask-backed paths every bar of issue 11 applies to.
+DASK_PATHS = ("xr-chunks", "xr-auto", "rx-chunks", "rx-auto", "rx-catalog")
+#: The reader the peer comparisons of issue 7 use (the default dask path).
+MAIN = "xr-chunks"
 PEERS = ("zarr", "geotiff")
-#: W1 grouped dask must reach this fraction of the engine's throughput.
+#: W1 full load through every dask path: at least this fraction of the engine's throughput.
 ENGINE_BAR = 0.9
+#: Over a latency server, W1 and W2 through every dask path: at most this many times the
+#: engine's time, and at most REQUEST_FACTOR x its requests + REQUEST_SLACK.
+LATENCY_TIME_BAR = 1.5
+REQUEST_FACTOR, REQUEST_SLACK = 2, 4
+
+
+def wheres(results: list[dict[str, Any]]) -> list[str]:
+    """Return the locations measured (``local``, ``http``, ``http+20ms``...), in run order."""
+    return list(dict.fromkeys(r["where"] for r in results))
 
 
 def _index(results: list[dict[str, Any]]) -> dict[tuple[str, str, str], dict[str, Any]]:
@@ -43,7 +55,7 @@ def text_tables(results: list[dict[str, Any]]) -> str:
     """Return one fixed-width table per (where, workload)."""
     idx = _index(results)
     lines = []
-    for where in WHERE:
+    for where in wheres(results):
         for w in WORKLOADS:
             rows = [r for r in results if r["where"] == where and r["workload"] == w]
             if not rows:
@@ -54,7 +66,7 @@ def text_tables(results: list[dict[str, Any]]) -> str:
                          f"x engine = throughput vs rumi.read; vs = speed-up over peer)")
             head = (f"  {'reader':28s} {'median':>7s} {'min':>7s} {'cpu':>6s} "
                     f"{'x engine':>8s} {'vs zarr':>7s} {'vs tiff':>7s} {'calls':>5s}")
-            if where == "http":
+            if where.startswith("http"):
                 head += f" {'requests':>8s} {'MiB':>7s}"
             lines.append(head)
             for r in rows:
@@ -65,7 +77,7 @@ def text_tables(results: list[dict[str, Any]]) -> str:
                         f"{_fmt(_ratio(eng, m)):>8s} {_fmt(_ratio(peers['zarr'], m)):>7s} "
                         f"{_fmt(_ratio(peers['geotiff'], m)):>7s} "
                         f"{_calls(r):>5s}")
-                if where == "http":
+                if where.startswith("http"):
                     req = r.get("requests_median")
                     mib = r.get("bytes_median")
                     line += (f" {'-' if req is None else req:>8} "
@@ -85,50 +97,81 @@ def _calls(row: dict[str, Any]) -> str:
 
 
 def bar_verdicts(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Check the issue-7 performance bar; one entry per criterion."""
+    """Check the performance bars of issues 11 and 7; one entry per criterion.
+
+    Issue 11: W1 through every dask path >= 0.9x the engine's throughput
+    (locally); over a latency server, W1 and W2 through every dask path <= 1.5x
+    the engine's time and <= 2x its requests + 4. Issue 7: the default dask
+    path (and the best rumi_xarray path) faster than Zarr and GeoTIFF, with
+    fewer requests over HTTP.
+    """
     idx = _index(results)
     out: list[dict[str, Any]] = []
     eng = _median(idx.get(("local", "full", "engine")))
-    grouped = _median(idx.get(("local", "full", "rx-grouped")))
-    if not math.isnan(eng) and not math.isnan(grouped):
-        ratio = eng / grouped
-        out.append({"criterion": f"local W1 dask grouped >= {ENGINE_BAR:.1f}x engine throughput",
-                    "value": round(ratio, 3), "met": ratio >= ENGINE_BAR})
-    for where in WHERE:
+    for key in DASK_PATHS:
+        m = _median(idx.get(("local", "full", key)))
+        if not math.isnan(eng) and not math.isnan(m):
+            out.append({"criterion": f"local W1 {key} >= {ENGINE_BAR:.1f}x engine throughput",
+                        "value": round(eng / m, 3), "met": eng / m >= ENGINE_BAR})
+    for where in wheres(results):
+        if not where.startswith("http+"):
+            continue
+        for w in ("full", "mean"):
+            e_row = idx.get((where, w, "engine"))
+            e = _median(e_row)
+            if math.isnan(e):
+                continue
+            e_req = e_row.get("requests_median") if e_row else None
+            for key in DASK_PATHS:
+                row = idx.get((where, w, key))
+                m = _median(row)
+                if math.isnan(m):
+                    continue
+                out.append({"criterion": f"{where} {TITLES[w]} {key} <= "
+                                         f"{LATENCY_TIME_BAR}x engine time",
+                            "value": round(m / e, 3), "met": m / e <= LATENCY_TIME_BAR})
+                req = row.get("requests_median") if row else None
+                if req is not None and e_req is not None:
+                    limit = REQUEST_FACTOR * e_req + REQUEST_SLACK
+                    out.append({"criterion": f"{where} {TITLES[w]} {key} requests <= "
+                                             f"{REQUEST_FACTOR}x engine + {REQUEST_SLACK} "
+                                             f"({req} vs {e_req})",
+                                "value": req, "met": req <= limit})
+    for where in wheres(results):
         for w in WORKLOADS:
-            g = _median(idx.get((where, w, "rx-grouped")))
-            rx_best = min((( _median(idx.get((where, w, k))), k) for k in RX),
+            g = _median(idx.get((where, w, MAIN)))
+            rx_best = min(((_median(idx.get((where, w, k))), k) for k in RX),
                           key=lambda t: math.inf if math.isnan(t[0]) else t[0])
             for peer in PEERS:
                 p = _median(idx.get((where, w, peer)))
                 if math.isnan(p):
                     continue
                 if not math.isnan(g):
-                    out.append({"criterion": f"{where} {TITLES[w]}: dask grouped faster than "
+                    out.append({"criterion": f"{where} {TITLES[w]}: {MAIN} faster than "
                                              f"{peer}", "value": round(p / g, 3),
                                 "met": g < p})
-                if not math.isnan(rx_best[0]) and rx_best[1] != "rx-grouped":
+                if not math.isnan(rx_best[0]) and rx_best[1] != MAIN:
                     out.append({"criterion": f"{where} {TITLES[w]}: best rumi_xarray path "
                                              f"({rx_best[1]}) faster than {peer}",
                                 "value": round(p / rx_best[0], 3), "met": rx_best[0] < p})
-        if where == "http":
-            for w in WORKLOADS:
-                g_row = idx.get((where, w, "rx-grouped"))
-                if g_row is None or g_row.get("requests_median") is None:
+            g_row = idx.get((where, w, MAIN))
+            if not where.startswith("http") or g_row is None or \
+                    g_row.get("requests_median") is None:
+                continue
+            for peer in PEERS:
+                p_row = idx.get((where, w, peer))
+                if p_row is None or p_row.get("requests_median") is None:
                     continue
-                for peer in PEERS:
-                    p_row = idx.get((where, w, peer))
-                    if p_row is None or p_row.get("requests_median") is None:
-                        continue
-                    gr, pr = g_row["requests_median"], p_row["requests_median"]
-                    out.append({"criterion": f"http {TITLES[w]}: dask grouped fewer requests "
-                                             f"than {peer} ({gr} vs {pr})",
-                                "value": gr, "met": gr < pr})
+                gr, pr = g_row["requests_median"], p_row["requests_median"]
+                out.append({"criterion": f"{where} {TITLES[w]}: {MAIN} fewer requests "
+                                         f"than {peer} ({gr} vs {pr})",
+                            "value": gr, "met": gr < pr})
     return out
 
 
 def format_verdicts(verdicts: list[dict[str, Any]]) -> str:
-    lines = ["Performance bar (issue 7):"]
+    """Return the verdicts as text, one line each, and a count."""
+    lines = ["Performance bars (issues 11 and 7):"]
     for v in verdicts:
         mark = "MET " if v["met"] else "MISS"
         lines.append(f"  [{mark}] {v['criterion']}: {v['value']}")
@@ -156,13 +199,16 @@ def markdown(results: list[dict[str, Any]], meta: dict[str, Any],
         "",
         "Median seconds. For the Rumi readers, in brackets: speed-up over Zarr / GeoTIFF "
         "(> 1 = faster). Over HTTP: requests per run (open included).",
+        f"Measured code: {meta.get('rumi_xarray_source', {})}.",
         "",
     ]
-    for where in WHERE:
+    for where in wheres(results):
         present = [w for w in WORKLOADS if any(k[0] == where and k[1] == w for k in idx)]
         if not present:
             continue
-        out.append(f"**{'Local files' if where == 'local' else 'Loopback HTTP (W5)'}**")
+        title = {"local": "Local files", "http": "Loopback HTTP (W5)"}.get(
+            where, f"Loopback HTTP, {where.removeprefix('http+')} latency per request")
+        out.append(f"**{title}**")
         out.append("")
         out.append("| reader | " + " | ".join(TITLES[w] for w in present) + " |")
         out.append("|---|" + "---:|" * len(present))
@@ -183,7 +229,7 @@ def markdown(results: list[dict[str, Any]], meta: dict[str, Any],
                     z = _ratio(_median(idx.get((where, w, "zarr"))), m)
                     t = _ratio(_median(idx.get((where, w, "geotiff"))), m)
                     cell += f" ({_fmt(z)} / {_fmt(t)})"
-                if where == "http" and row and row.get("requests_median") is not None:
+                if where.startswith("http") and row and row.get("requests_median") is not None:
                     cell += f", {row['requests_median']} req"
                 cells.append(cell)
             out.append(f"| {label} | " + " | ".join(cells) + " |")

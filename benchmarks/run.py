@@ -5,16 +5,19 @@ Usage::
     python benchmarks/run.py            # full: T=12, B=4, 2048 x 2048 uint16
     python benchmarks/run.py --quick    # T=6, 1024 x 1024, fewer queries (< 1 min)
 
-Builds (or reuses) one deterministic cube in ``./bench-data`` as Rumi, Zarr v3
-and per-date tiled GeoTIFFs, then times four workloads (W1 full load, W2 time
-mean, W3 pixel time series, W4 random chips) locally and again through a
-loopback range HTTP server (W5), with the same thread count everywhere. Runs
-are interleaved per repetition (A B C A B C ...) so drifting machine load hits
-every reader alike; the first round is a warm-up whose outputs are checked
-against ``rumi.read``. Results go to ``benchmarks/results/latest.{json,md}``.
+Builds (or reuses) one deterministic cube in ``./bench-data`` as Rumi (one
+file, and one file per date for the catalog reader), Zarr v3 and per-date
+tiled GeoTIFFs, then times four workloads (W1 full load, W2 time mean, W3
+pixel time series, W4 random chips) locally and again through a loopback
+range HTTP server, once per ``--latency-ms`` value (0: W5 of issue 7, every
+workload; 20: an object store 20 ms away, ``--latency-workloads``), with the
+same thread count everywhere. Runs are interleaved per repetition (A B C A B
+C ...) so drifting machine load hits every reader alike; the first round is a
+warm-up whose outputs are checked against ``rumi.read``. Results go to
+``benchmarks/results/latest.{json,md}``.
 
 This is a benchmark, not a test: it asserts nothing about speed; it prints
-where the performance bar of issue 7 is met or missed.
+where the performance bars of issues 7 and 11 are met or missed.
 """
 
 from __future__ import annotations
@@ -33,6 +36,27 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+
+# When a script here runs, benchmarks/ is sys.path[0], where a module may shadow an
+# optional package other libraries probe for (benchmarks/sparse.py is not PyPI's
+# `sparse`, which dask.array imports when found). The folder leaves the path; the
+# benchmark's own modules are loaded from their files (bench_module()).
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+
+
+def bench_module(name: str) -> Any:
+    """Import the module ``benchmarks/<name>.py`` (once) without benchmarks/ on the path."""
+    import importlib.util
+
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parent / (
+        name + ".py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
 REPO = HERE.parent
 
 WORKLOAD_TITLES = {
@@ -78,7 +102,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="comma-separated reader keys (default: all)")
     p.add_argument("--no-http", action="store_true", help="skip W5 (HTTP)")
     p.add_argument("--no-local", action="store_true", help="only W5 (HTTP)")
+    p.add_argument("--latency-ms", default="0,20",
+                   help="comma-separated latencies of the HTTP server, one HTTP run each")
+    p.add_argument("--latency-workloads", default="full,mean",
+                   help="workloads of the HTTP runs with latency > 0")
+    p.add_argument("--tag", default="",
+                   help="suffix of the result files (e.g. 'before' for an older checkout)")
     return p.parse_args(argv)
+
+
+def where_name(latency_ms: float) -> str:
+    """Return the location label of an HTTP run: ``http`` or ``http+20ms``."""
+    return "http" if not latency_ms else f"http+{latency_ms:g}ms"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -86,13 +121,13 @@ def main(argv: list[str] | None = None) -> int:
     configure_environment(args.threads)
     # Imported here, after the environment is set: see configure_environment.
     import dask
-    import datagen
     import numpy as np
-    import readers
-    import report
     import rumi
     import zarr
-    from httpserve import ServerProcess
+
+    datagen, readers, report, scenes = (bench_module(n) for n in ("datagen", "readers", "report",
+                                                           "scenes"))
+    ServerProcess = bench_module("httpserve").ServerProcess  # noqa: N806 (a class)
 
     import rumi_xarray as rx
 
@@ -115,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         data_dir = args.data_dir
     stores = datagen.prepare(spec, data_dir)
     print_stores(stores, spec)
+    scene_paths = scenes.prepare(stores)
 
     queries = readers.Queries.make(spec.size, n_pixels, n_chips, 256)
     workloads = [w for w in args.workloads.split(",") if w]
@@ -137,19 +173,28 @@ def main(argv: list[str] | None = None) -> int:
     results: list[dict[str, Any]] = []
     meta = environment(args, spec, stores, rx, rumi, zarr, n_pixels, n_chips)
     dates = tuple(stores.dates)
+    wants_catalog = any(r.key == "rx-catalog" for r in chosen)
     if not args.no_local:
+        table = rx.catalog([str(p) for p in scene_paths]) if wants_catalog else None
         local = readers.Location(str(stores.rumi), stores.header, str(stores.zarr),
-                                 tuple(str(p) for p in stores.tifs), dates, remote=False)
+                                 tuple(str(p) for p in stores.tifs), dates, remote=False,
+                                 catalog=table)
         for w in workloads:
             results += measure("local", w, chosen, local, queries, args, None, rx)
-    if not args.no_http:
-        with ServerProcess(stores.root) as server:
+    latencies = [float(v) for v in args.latency_ms.split(",") if v.strip()]
+    for latency in [] if args.no_http else latencies:
+        where = where_name(latency)
+        wanted_here = workloads if not latency else [
+            w for w in args.latency_workloads.split(",") if w in workloads]
+        with ServerProcess(stores.root, latency_ms=latency) as server:
+            names = [p.relative_to(stores.root).as_posix() for p in scene_paths]
+            table = rx.catalog([server.url(n) for n in names]) if wants_catalog else None
             remote = readers.Location(
                 server.url("cube.rumi"), stores.header, server.url("cube.zarr"),
                 tuple("/vsicurl/" + server.url(n) for n in stores.tif_names), dates,
-                remote=True)
-            for w in workloads:
-                results += measure("http", w, chosen, remote, queries, args, server, rx)
+                remote=True, catalog=table)
+            for w in wanted_here:
+                results += measure(where, w, chosen, remote, queries, args, server, rx)
     meta["duration_s"] = round(time.time() - started, 1)
     meta["loadavg_end"] = os.getloadavg()
 
@@ -159,8 +204,9 @@ def main(argv: list[str] | None = None) -> int:
     verdicts = report.bar_verdicts(results)
     print(report.format_verdicts(verdicts))
     args.out.mkdir(parents=True, exist_ok=True)
-    name = "latest-quick" if args.quick else "latest"
-    command = "python benchmarks/run.py" + (" --quick" if args.quick else "")
+    name = ("latest-quick" if args.quick else "latest") + (f"-{args.tag}" if args.tag else "")
+    command = "python " + " ".join(["benchmarks/run.py", *(argv if argv is not None
+                                                          else sys.argv[1:])])
     (args.out / f"{name}.json").write_text(json.dumps(
         {"meta": meta, "results": results, "verdicts": verdicts}, indent=1, default=str))
     (args.out / f"{name}.md").write_text(report.markdown(results, meta, verdicts, command))
@@ -204,29 +250,33 @@ def environment(args: argparse.Namespace, spec: Any, stores: Any, rx: Any, rumi:
                      "rasterio": rasterio.__version__, "gdal": rasterio.__gdal_version__,
                      "rioxarray": rioxarray.__version__},
         "started": time.strftime("%Y-%m-%d %H:%M:%S"),
-        "rumi_xarray_source": source_state(),
+        "rumi_xarray_source": source_state(Path(rx.__file__).resolve().parent),
     }
 
 
-def source_state() -> dict[str, str]:
-    """Identify the rumi_xarray code measured: commit, and a digest of its files.
+def source_state(package: Path) -> dict[str, str]:
+    """Identify the rumi_xarray code measured: where, commit, and a digest of its files.
 
-    The package changes under active development; the digest tells two result
-    files measured on different working-tree states apart even on one commit.
+    The package changes under active development (and an older checkout can
+    be measured with ``PYTHONPATH``); the digest tells two result files
+    measured on different working-tree states apart even on one commit.
     """
     import hashlib
     import subprocess
 
     digest = hashlib.sha256()
-    for path in sorted((REPO / "rumi_xarray").glob("*.py")):
-        digest.update(path.name.encode())
+    for path in sorted(package.rglob("*.py")):
+        digest.update(path.relative_to(package).as_posix().encode())
         digest.update(path.read_bytes())
     try:
-        commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
+        commit = subprocess.run(["git", "-C", str(package), "rev-parse", "--short", "HEAD"],
                                 capture_output=True, text=True, check=False).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(package), "status", "--porcelain", "."],
+                               capture_output=True, text=True, check=False).stdout.strip()
     except OSError:
-        commit = ""
-    return {"commit": commit, "sources_sha256": digest.hexdigest()[:16]}
+        commit, dirty = "", ""
+    return {"package": str(package), "commit": commit, "dirty": str(bool(dirty)),
+            "sources_sha256": digest.hexdigest()[:16]}
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -243,7 +293,7 @@ def _same(a: Any, b: Any) -> bool:
 def measure(where: str, workload: str, chosen: list[Any], loc: Any, queries: Any,
             args: argparse.Namespace, server: Any, rx: Any) -> list[dict[str, Any]]:
     """Time every reader on one workload, interleaved per repetition."""
-    import readers
+    readers = bench_module("readers")
 
     cases = [r for r in chosen if workload in r.workloads]
     rows = {r.key: {"where": where, "workload": workload, "reader": r.key, "label": r.label,

@@ -20,7 +20,7 @@ import json, sys, time
 import rumi_xarray as rx, xarray as xr, rumi
 path = sys.argv[1]
 assert rumi.get_checksum_verification() == (sys.argv[2] == "1")
-rx.set_cache_size(0)
+rx.set_options(cache_bytes=0)
 times = []
 for _ in range(int(sys.argv[3])):
     # a fresh open each time: xarray keeps the values of a variable once loaded

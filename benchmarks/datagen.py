@@ -192,9 +192,9 @@ def _transform() -> tuple[float, ...]:
 
 def write_rumi(path: Path, cube: np.ndarray, dates: list[dt.date], codec: str,
                tile: int) -> bytes:
-    from rumi_xarray import writer
+    from rumi_xarray.write.to_rumi import write_array
 
-    return writer.write_array(path, cube, bands=list(BAND_NAMES[:cube.shape[1]]),
+    return write_array(path, cube, bands=list(BAND_NAMES[:cube.shape[1]]),
                               time=dates, transform=_transform(), crs=EPSG,
                               tile_size=tile, codec=codec, frame="plane")
 

@@ -1,0 +1,333 @@
+"""STAC out: Rumi files (or a catalog table) as pystac Items, one Rumi asset each.
+
+An Item describes one Rumi file:
+
+- **time**: ``datetime`` for a single instant; ``start_datetime`` /
+  ``end_datetime`` for an interval or for several time steps, whose labels
+  are then listed in the property :data:`TIMES_FIELD` (``"rumi:times"``):
+  ISO 8601 UTC texts for instants, ``[start, end]`` pairs for intervals, one
+  entry per stored time step, in order;
+- **footprint**: ``geometry`` and ``bbox`` in WGS84, the image outline
+  projected with pyproj through odc-geo (densified, split at the
+  antimeridian);
+- **one asset**, key :data:`ASSET_KEY` (``"data"``), roles ``["data"]``,
+  media type :data:`MEDIA_TYPE`, carrying:
+
+  - the projection extension: ``proj:code`` (``"EPSG:n"``, as STAC 1.1 and
+    pystac write it), ``proj:transform`` (corner based, rasterio order, as
+    GDAL and every STAC reader expect, PixelIsPoint files included),
+    ``proj:shape`` ``[height, width]`` and ``proj:bbox`` (native CRS);
+  - the eo extension's ``eo:bands``: ``name`` (the short band name
+    rumi_xarray shows, e.g. ``"B04"``), ``common_name`` and
+    ``center_wavelength`` (micrometres) when the band text names them, and
+    ``description`` (the text as stored, when it differs from the name);
+  - the raster extension's ``raster:bands``: ``data_type``, and ``nodata``,
+    ``scale``, ``offset``, ``unit`` where known (sidecar or catalog columns);
+    a NaN nodata is written ``"nan"`` as the raster extension asks;
+  - :data:`HEADER_FIELD` (``"rumi:header"``): the file's external header,
+    base64 (RFC 4648, standard alphabet): with it a reader plans exact byte
+    ranges without a single request to the file;
+  - ``rumi:frame_layout`` (e.g. ``"h w"``), ``rumi:index_order`` (e.g.
+    ``["t", "b"]``), ``rumi:tile_size`` ``[height, width]``,
+    ``rumi:time_count`` and ``rumi:pixel_is_point``: the layout facts a
+    reader groups reads by, readable without decoding the header.
+
+The media type is ``application/vnd.rumi``: the ``vnd.`` (vendor) tree of
+RFC 6838 is where a format published by one project belongs until it is
+registered with IANA, whereas ``x-`` names are deprecated (RFC 6648), and an
+``image/`` type would make generic STAC loaders (odc-stac, stackstac) take
+the asset for a GDAL-readable raster and fail on it. Readers compare the
+type without parameters, so ``application/vnd.rumi; version=...`` stays
+possible.
+
+The ``rumi:`` fields follow STAC's prefix convention for extension fields;
+there is no published JSON schema for them, so Items list only the
+projection, eo and raster extensions in ``stac_extensions``.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import math
+import os
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rumi_xarray.conventions.bands import BandLabels
+from rumi_xarray.conventions.georef import corner_transform
+from rumi_xarray.errors import RumiCatalogError, RumiCatalogKeyError
+from rumi_xarray.model.cube import source_name
+
+#: The media type of a Rumi asset.
+MEDIA_TYPE = "application/vnd.rumi"
+#: Key of the one asset of an Item rumi_xarray writes.
+ASSET_KEY = "data"
+#: Asset field holding the base64 external header.
+HEADER_FIELD = "rumi:header"
+#: Item property listing every time step when there are several.
+TIMES_FIELD = "rumi:times"
+#: Asset fields describing the frame layout.
+LAYOUT_FIELD = "rumi:frame_layout"
+INDEX_ORDER_FIELD = "rumi:index_order"
+TILE_FIELD = "rumi:tile_size"
+TIME_COUNT_FIELD = "rumi:time_count"
+POINT_FIELD = "rumi:pixel_is_point"
+#: Vertices per side when projecting a footprint to WGS84.
+FOOTPRINT_POINTS = 16
+
+
+def to_stac(source: pd.DataFrame | str | os.PathLike[str] | Sequence[Any], *,
+            ids: Sequence[str] | Callable[[str], str] | None = None,
+            collection: str | None = None,
+            storage_options: dict[str, Any] | None = None,
+            max_workers: int = 16) -> list[Any]:
+    """Describe Rumi files as STAC Items, one per file, the header inside.
+
+    Parameters
+    ----------
+    source : pandas.DataFrame, str, os.PathLike or sequence of them
+        A catalog table from :func:`rumi_xarray.catalog` (no file is read),
+        or paths, URLs and glob patterns (catalogued first: two small range
+        requests per remote file, plus its sidecar).
+    ids : sequence of str or callable, optional
+        Item ids, one per row, or a function of the path. Default: the file
+        name without ``.rumi``; they must be unique.
+    collection : str, optional
+        Collection id to record in every Item.
+    storage_options : dict, optional
+        fsspec options for globbing and fsspec-only protocols.
+    max_workers : int, default 16
+        Files inspected concurrently when cataloguing.
+
+    Returns
+    -------
+    list of pystac.Item
+        See the module documentation for the fields.
+
+    Raises
+    ------
+    RumiCatalogError
+        Duplicate ids, or a row that lacks what an Item needs.
+    """
+    if isinstance(source, pd.DataFrame):
+        table = source.reset_index(drop=True)
+    else:
+        from rumi_xarray.catalogs.table import catalog
+
+        table = catalog(source, storage_options=storage_options, max_workers=max_workers)
+    required = ("path", "header", "time_seconds", "bands")
+    missing = [c for c in required if c not in table.columns]
+    if missing:
+        raise RumiCatalogKeyError(f"the catalog lacks column(s) {missing}; build it with "
+                                  f"rumi_xarray.catalog(...)")
+    names = _ids(table, ids)
+    return [item_from_row(row, names[i], row_number=i, collection=collection)
+            for i, row in enumerate(table.to_dict("records"))]
+
+
+def _ids(table: pd.DataFrame, ids: Sequence[str] | Callable[[str], str] | None) -> list[str]:
+    paths = [str(p) for p in table["path"]]
+    if ids is None:
+        names = [_stem(p) for p in paths]
+    elif callable(ids):
+        names = [str(ids(p)) for p in paths]
+    else:
+        names = [str(i) for i in ids]
+        if len(names) != len(paths):
+            raise RumiCatalogError(f"ids has {len(names)} entries for {len(paths)} files")
+    seen: dict[str, int] = {}
+    for i, name in enumerate(names):
+        if name in seen:
+            raise RumiCatalogError(
+                f"catalog rows {seen[name]} ({source_name(paths[seen[name]])}) and {i} "
+                f"({source_name(paths[i])}) would both be STAC item {name!r}; pass ids=[...] "
+                f"or ids=callable to name them")
+        seen[name] = i
+    return names
+
+
+def _stem(path: str) -> str:
+    name = path.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1]
+    name = os.path.basename(name)
+    return name[:-5] if name.lower().endswith(".rumi") else name
+
+
+def item_from_row(row: Mapping[Any, Any], item_id: str, *, row_number: int | None = None,
+                  collection: str | None = None) -> Any:
+    """Return the STAC Item of one catalog row.
+
+    Parameters
+    ----------
+    row : mapping
+        A row of :func:`rumi_xarray.catalog` (columns
+        :data:`rumi_xarray.catalogs.table.COLUMNS`).
+    item_id : str
+    row_number : int, optional
+        Named in errors.
+    collection : str, optional
+
+    Returns
+    -------
+    pystac.Item
+    """
+    import pystac
+    from pystac.extensions.eo import Band, EOExtension
+    from pystac.extensions.projection import ProjectionExtension
+    from pystac.extensions.raster import DataType, RasterBand, RasterExtension
+
+    from rumi_xarray.model.grid import Grid
+    from rumi_xarray.native import reads
+
+    where = (f"catalog row {row_number} ({source_name(row['path'])})" if row_number is not None
+             else source_name(row["path"]))
+    header = bytes(row["header"])
+    try:
+        grid = Grid.from_metadata(reads.header_info(header))
+    except (ValueError, TypeError) as exc:
+        raise RumiCatalogError(f"{where}: bad header: {exc}") from exc
+    times, bounds = _times(row, where)
+    if len(times) != grid.time_count:
+        raise RumiCatalogError(f"{where}: {len(times)} time labels for {grid.time_count} "
+                               f"time steps in the header")
+    properties: dict[str, Any] = {}
+    start, end, single = _datetimes(times, bounds)
+    if grid.time_count > 1:
+        properties[TIMES_FIELD] = (
+            [_iso(t) for t in times] if bounds is None
+            else [[_iso(a), _iso(b)] for a, b in bounds])
+    transform = _list(row.get("transform"))
+    crs = _nullable(row.get("crs"))
+    point = bool(_nullable(row.get("pixel_is_point")) or False)
+    geometry, bbox, gbox = None, None, None
+    if transform is not None and crs is not None:
+        geometry, bbox, gbox = _footprint(transform, int(crs), point, grid.height, grid.width)
+    item = pystac.Item(item_id, geometry=geometry, bbox=bbox, datetime=single,
+                       start_datetime=start, end_datetime=end, properties=properties,
+                       collection=collection)
+    asset = pystac.Asset(str(row["path"]), media_type=MEDIA_TYPE, roles=["data"],
+                         extra_fields={
+                             HEADER_FIELD: base64.b64encode(header).decode("ascii"),
+                             LAYOUT_FIELD: grid.frame_layout,
+                             INDEX_ORDER_FIELD: list(grid.index_order),
+                             TILE_FIELD: [grid.tile_height, grid.tile_width],
+                             TIME_COUNT_FIELD: grid.time_count,
+                             POINT_FIELD: point})
+    item.add_asset(ASSET_KEY, asset)
+    if gbox is not None:
+        corner = corner_transform(transform, point)  # type: ignore[arg-type]
+        ProjectionExtension.ext(asset, add_if_missing=True).apply(
+            code=f"EPSG:{int(crs)}", transform=[float(v) for v in corner],
+            shape=[grid.height, grid.width], bbox=[float(v) for v in gbox.boundingbox])
+    texts = [str(t) for t in (_list(row["bands"]) or [])]
+    if len(texts) != grid.bands:
+        raise RumiCatalogError(f"{where}: {len(texts)} band texts for {grid.bands} bands in "
+                               f"the header")
+    labels = BandLabels.from_texts(texts)
+    eo_bands = []
+    for name, text, common, wavelength in zip(labels.names, labels.texts, labels.common_names,
+                                              labels.wavelengths, strict=True):
+        eo_bands.append(Band.create(
+            name=name, common_name=common or None,
+            center_wavelength=None if math.isnan(wavelength) else float(wavelength),
+            description=text if text != name else None))
+    EOExtension.ext(asset, add_if_missing=True).apply(bands=eo_bands)
+    facts = _facts(row, grid.dtype)
+    raster = [RasterBand.create(data_type=DataType(grid.dtype.name), nodata=facts.get("nodata"),
+                                scale=facts.get("scale_factor"),
+                                offset=facts.get("add_offset"), unit=facts.get("units"))
+              for _ in texts]
+    RasterExtension.ext(asset, add_if_missing=True).apply(bands=raster)
+    return item
+
+
+def _times(row: Mapping[Any, Any], where: str) -> tuple[list[int], list[tuple[int, int]] | None]:
+    seconds = [int(s) for s in (_list(row["time_seconds"]) or [])]
+    flat = _list(row.get("time_bounds"))
+    if flat is None:
+        return seconds, None
+    if len(flat) != 2 * len(seconds):
+        raise RumiCatalogError(f"{where}: time_bounds has {len(flat)} values for "
+                               f"{len(seconds)} steps")
+    return seconds, [(int(flat[2 * i]), int(flat[2 * i + 1])) for i in range(len(seconds))]
+
+
+def _datetimes(times: list[int], bounds: list[tuple[int, int]] | None
+               ) -> tuple[dt.datetime | None, dt.datetime | None, dt.datetime | None]:
+    """Return ``(start, end, datetime)``: an instant, or the span of steps or intervals."""
+    if bounds is None and len(times) == 1:
+        return None, None, _utc(times[0])
+    if bounds is None:
+        return _utc(times[0]), _utc(times[-1]), None
+    return _utc(bounds[0][0]), _utc(bounds[-1][1]), None
+
+
+def _utc(seconds: int) -> dt.datetime:
+    return dt.datetime.fromtimestamp(int(seconds), tz=dt.UTC)
+
+
+def _iso(seconds: int) -> str:
+    return _utc(seconds).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _footprint(transform: list[float], epsg: int, point: bool, height: int, width: int
+               ) -> tuple[dict[str, Any], list[float], Any]:
+    from affine import Affine
+    from odc.geo.geobox import GeoBox
+
+    corner = corner_transform(transform, point)
+    gbox = GeoBox((height, width), Affine(*corner[:6]), f"EPSG:{epsg}")
+    shape = gbox.footprint("epsg:4326", npoints=FOOTPRINT_POINTS, wrapdateline=True)
+    return shape.json, [float(v) for v in shape.boundingbox], gbox
+
+
+def _facts(row: Mapping[Any, Any], dtype: np.dtype) -> dict[str, Any]:
+    """Return nodata/scale/offset/units as the raster extension writes them.
+
+    A NaN in the catalog's ``nodata`` column is a NaN nodata for float
+    data, and a null (unknown) for integer data (Parquet float columns spell
+    null as NaN).
+    """
+    out: dict[str, Any] = {}
+    for key in ("nodata", "scale_factor", "add_offset", "units"):
+        raw = row.get(key)
+        if (key == "nodata" and isinstance(raw, (float, np.floating)) and math.isnan(raw)
+                and np.dtype(dtype).kind == "f"):
+            out[key] = "nan"  # JSON has no NaN; the raster extension spells it so
+            continue
+        value = _nullable(raw)
+        if value is None:
+            continue
+        if key == "nodata":
+            number = float(value)
+            if math.isinf(number):
+                value = "inf" if number > 0 else "-inf"
+            elif number.is_integer():
+                value = int(number)
+            else:
+                value = number
+        elif key in ("scale_factor", "add_offset"):
+            value = float(value)
+        else:
+            value = str(value)
+        out[key] = value
+    return out
+
+
+def _list(value: Any) -> list[Any] | None:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return list(value)
+
+
+def _nullable(value: Any) -> Any:
+    if value is None or value is pd.NA:
+        return None
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, np.generic):
+        return value.item()
+    return value

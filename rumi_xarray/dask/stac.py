@@ -1,0 +1,113 @@
+"""The dask graph of a STAC load across grids: one task per output chunk.
+
+Built from public dask API only, and identical in dask's legacy graphs and
+its array query-planning mode:
+
+- the :class:`~rumi_xarray.stac.plan.LoadPlan` (every Item, its header, the
+  output grid, the time groups) is wrapped in :class:`BlockPlans`, an
+  array-like of object dtype with one element per output chunk, and put in
+  the graph once with ``dask.array.from_array`` (one key, however many
+  chunks read it);
+- ``dask.array.map_blocks`` over it makes the output ``(time, band, y, x)``
+  array: each chunk's task takes its element (the chunk's
+  :class:`~rumi_xarray.stac.plan.BlockPlan`, planned where the task runs)
+  and produces the pixels with :func:`rumi_xarray.stac.mosaic.load_block`:
+  one native call per source group, odc-geo reprojection, first-valid-pixel
+  mosaic.
+
+``explain()`` finds the ``from_array`` getters of this graph exactly as it
+finds Rumi variables' own reads, and asks :meth:`BlockPlans.planned_reads`
+for the calls each one will make.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dask.array as da
+import numpy as np
+
+from rumi_xarray.stac import mosaic
+from rumi_xarray.stac.plan import LoadPlan, PlannedRead, block_plan
+
+
+class BlockPlans:
+    """Array-like ``(time, band, y, x)`` chunks -> block plans of a load.
+
+    Indexing it with one block's slices returns a ``(1, 1, 1, 1)`` object array
+    holding that block's :class:`~rumi_xarray.stac.plan.BlockPlan`. Only the
+    :class:`~rumi_xarray.stac.plan.LoadPlan` is stored (and pickled), so the
+    graph carries the Items once.
+
+    Parameters
+    ----------
+    plan : LoadPlan
+    """
+
+    def __init__(self, plan: LoadPlan) -> None:
+        self.plan = plan
+        self.shape = plan.numblocks
+        self.ndim = 4
+        self.dtype = np.dtype(object)
+
+    def __getitem__(self, key: Any) -> np.ndarray:
+        out = np.empty((1, 1, 1, 1), dtype=object)
+        out[0, 0, 0, 0] = block_plan(self.plan, *self._block(key))
+        return out
+
+    def _block(self, key: Any) -> tuple[int, int, int, int]:
+        if not isinstance(key, tuple) or len(key) != 4:
+            raise IndexError(f"a STAC load's block plans take one index per axis, got {key!r}")
+        index = []
+        for k, n in zip(key, self.shape, strict=True):
+            if isinstance(k, slice):
+                start, stop, _ = k.indices(n)
+                if stop - start != 1:
+                    raise IndexError(f"block plans are read one block at a time, got {key!r}")
+                index.append(start)
+            else:
+                index.append(int(k))
+        return index[0], index[1], index[2], index[3]
+
+    def planned_reads(self, key: Any) -> list[tuple[PlannedRead, None]]:
+        """Return the native calls the block at ``key`` will make (``explain()``).
+
+        Parameters
+        ----------
+        key : tuple
+            The index a getter task passes.
+
+        Returns
+        -------
+        list of (PlannedRead, None)
+            Each with ``cube`` and ``planned_calls()``, like a Rumi backend
+            array with no selection.
+        """
+        return [(read, None) for read in block_plan(self.plan, *self._block(key)).reads]
+
+    def __repr__(self) -> str:
+        return f"BlockPlans({self.plan.token}, blocks={self.shape})"
+
+
+def _load(plans: np.ndarray) -> np.ndarray:
+    return mosaic.load_block(plans.reshape(-1)[0])
+
+
+def load_array(plan: LoadPlan) -> Any:
+    """Return the ``(time, band, y, x)`` dask array of a reprojecting STAC load.
+
+    Parameters
+    ----------
+    plan : LoadPlan
+
+    Returns
+    -------
+    dask.array.Array
+        Chunks ``plan.chunks``.
+    """
+    plans = da.from_array(BlockPlans(plan), chunks=1, asarray=False, inline_array=False,
+                          name=f"rumi-stac-plan-{plan.token}",
+                          meta=np.empty((0, 0, 0, 0), dtype=object))
+    return da.map_blocks(_load, plans, chunks=plan.chunks, dtype=plan.dtype,
+                         meta=np.empty((0, 0, 0, 0), dtype=plan.dtype),
+                         name=f"rumi-stac-{plan.token}")

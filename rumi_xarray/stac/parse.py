@@ -1,0 +1,540 @@
+"""STAC in: what a reader needs from each Item, read without touching the data files.
+
+Accepts pystac Items, an ItemCollection (or anything with
+``item_collection()``, such as a pystac-client search), plain dicts (Items
+or a FeatureCollection), a stac-geoparquet Arrow table, or the path of a
+stac-geoparquet (``.parquet``) or GeoJSON (``.json``) file. Each Item must
+carry one Rumi asset (media type :data:`~rumi_xarray.stac.items.MEDIA_TYPE`,
+else an href ending in ``.rumi``) with the projection extension
+(``proj:code`` or ``proj:epsg``, ``proj:transform``, ``proj:shape``, on the
+asset or the Item). Band names come from ``eo:bands`` (or STAC 1.1
+``bands``), nodata/scale/offset/units from ``raster:bands``, and the
+external header from ``rumi:header``. An Item without ``rumi:header`` (or
+without band names) costs one metadata read of its file, as
+:func:`rumi_xarray.catalog` makes; every Item rumi_xarray writes has both.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import math
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urljoin
+
+import numpy as np
+import pandas as pd
+
+from rumi_xarray.conventions.bands import BandLabels
+from rumi_xarray.conventions.georef import shift_half_pixel
+from rumi_xarray.errors import RumiCatalogError, RumiCatalogKeyError
+from rumi_xarray.model.grid import Grid
+from rumi_xarray.stac import items as out
+
+__all__ = ["StacSource", "catalog_table", "item_dicts", "parse_items"]
+
+
+@dataclass(frozen=True)
+class StacSource:
+    """One Rumi file as a STAC Item describes it.
+
+    Attributes
+    ----------
+    item_id : str
+    position : int
+        Position of the Item in the input (named in errors, breaks ties).
+    href : str
+        Absolute path or URL of the Rumi asset.
+    header : bytes
+        External header (frame index).
+    grid : Grid
+        Frame grid parsed from the header.
+    epsg : int
+    corner : tuple of float
+        Corner-based affine transform, rasterio order (``proj:transform``).
+    pixel_is_point : bool
+    band_texts : tuple of str
+        Band texts as stored in the file.
+    seconds : tuple of int
+        POSIX seconds of each stored time step (interval starts).
+    bounds : tuple of (int, int) or None
+        Interval bounds, for files labelled with intervals.
+    facts : mapping
+        ``nodata``, ``scale_factor``, ``add_offset``, ``units`` where known.
+    properties : mapping
+        The Item's properties (for grouping by a property).
+    """
+
+    item_id: str
+    position: int
+    href: str
+    header: bytes = field(repr=False)
+    grid: Grid = field(repr=False)
+    epsg: int
+    corner: tuple[float, ...]
+    pixel_is_point: bool
+    band_texts: tuple[str, ...]
+    seconds: tuple[int, ...]
+    bounds: tuple[tuple[int, int], ...] | None = None
+    facts: Mapping[str, Any] = field(default_factory=dict)
+    properties: Mapping[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def labels(self) -> BandLabels:
+        """Return the parsed band texts (short names, common names, wavelengths)."""
+        return BandLabels.from_texts(self.band_texts)
+
+    @property
+    def geobox(self) -> Any:
+        """Return the file's pixel grid as an ``odc.geo.geobox.GeoBox``."""
+        from affine import Affine
+        from odc.geo.geobox import GeoBox
+
+        return GeoBox((self.grid.height, self.grid.width), Affine(*self.corner[:6]),
+                      f"EPSG:{self.epsg}")
+
+    @property
+    def stored_transform(self) -> tuple[float, ...]:
+        """Return the transform as the Rumi file stores it (centre origin for PixelIsPoint)."""
+        if self.pixel_is_point:
+            return shift_half_pixel(self.corner, +1.0)
+        return tuple(self.corner)
+
+    @property
+    def nodata(self) -> float | None:
+        """Return the nodata value, or None when unknown."""
+        value = self.facts.get("nodata")
+        return None if value is None else float(value)
+
+    def describe(self) -> str:
+        """Return ``STAC item 'id' (href)`` for messages."""
+        from rumi_xarray.model.cube import source_name
+
+        return f"STAC item {self.item_id!r} ({source_name(self.href)})"
+
+
+# --- inputs -> Item dictionaries ----------------------------------------------------
+
+
+def item_dicts(items: Any) -> list[dict[str, Any]]:
+    """Return STAC Item dictionaries, hrefs made absolute, from any accepted input.
+
+    Parameters
+    ----------
+    items : pystac.Item, pystac.ItemCollection, dict, pyarrow.Table, str, os.PathLike
+        or iterable of Items and dicts
+        See the module documentation.
+
+    Returns
+    -------
+    list of dict
+    """
+    if isinstance(items, (str, os.PathLike)):
+        return _from_file(os.fspath(items))
+    if isinstance(items, Mapping):
+        if items.get("type") == "FeatureCollection":
+            return [_with_absolute_hrefs(dict(f)) for f in items.get("features", [])]
+        return [_with_absolute_hrefs(dict(items))]
+    if _is_arrow_table(items):
+        from rumi_xarray.stac.geoparquet import read_geoparquet
+
+        return read_geoparquet(items)
+    if hasattr(items, "to_dict") and hasattr(items, "assets"):  # one pystac.Item
+        return [_pystac_item(items)]
+    if hasattr(items, "item_collection") and callable(items.item_collection):
+        items = items.item_collection()  # a pystac-client search
+    out_: list[dict[str, Any]] = []
+    for entry in items:
+        if hasattr(entry, "to_dict") and hasattr(entry, "assets"):
+            out_.append(_pystac_item(entry))
+        elif isinstance(entry, Mapping):
+            out_.append(_with_absolute_hrefs(dict(entry)))
+        else:
+            raise TypeError(f"cannot read a STAC Item from {type(entry).__name__!r}: expected "
+                            f"a pystac.Item or a dict")
+    return out_
+
+
+def _is_arrow_table(obj: Any) -> bool:
+    return type(obj).__module__.startswith("pyarrow") and hasattr(obj, "schema")
+
+
+def _from_file(path: str) -> list[dict[str, Any]]:
+    lowered = path.split("?", 1)[0].lower()
+    if lowered.endswith(tuple(_suffixes())):
+        from rumi_xarray.stac.geoparquet import read_geoparquet
+
+        return read_geoparquet(path)
+    if lowered.endswith((".json", ".geojson")):
+        import fsspec
+
+        with fsspec.open(path, "rt", encoding="utf-8") as f:
+            content = json.load(f)
+        found = item_dicts(content)
+        base = path if "://" in path else os.path.abspath(path)
+        for item in found:
+            for asset in (item.get("assets") or {}).values():
+                href = asset.get("href")
+                if isinstance(href, str) and not _absolute(href):
+                    asset["href"] = urljoin(base, href)
+        return found
+    raise ValueError(f"{path}: open_stac reads stac-geoparquet (.parquet) or GeoJSON (.json) "
+                     f"files; pass Items for anything else")
+
+
+def _suffixes() -> tuple[str, ...]:
+    from rumi_xarray.stac.geoparquet import SUFFIXES
+
+    return SUFFIXES
+
+
+def _pystac_item(item: Any) -> dict[str, Any]:
+    plain = item.to_dict(transform_hrefs=False)
+    for key, asset in item.assets.items():
+        href = asset.get_absolute_href()
+        if href:
+            plain["assets"][key]["href"] = href
+    return plain
+
+
+def _with_absolute_hrefs(item: dict[str, Any]) -> dict[str, Any]:
+    base = next((link.get("href") for link in item.get("links") or []
+                 if isinstance(link, Mapping) and link.get("rel") == "self"), None)
+    if not base:
+        return item
+    assets = {}
+    for key, asset in (item.get("assets") or {}).items():
+        asset = dict(asset)
+        href = asset.get("href")
+        if isinstance(href, str) and not _absolute(href):
+            asset["href"] = urljoin(base, href)
+        assets[key] = asset
+    item["assets"] = assets
+    return item
+
+
+def _absolute(href: str) -> bool:
+    return "://" in href or os.path.isabs(href)
+
+
+# --- Item dictionaries -> sources -----------------------------------------------------
+
+
+def parse_items(items: Any, storage_options: dict[str, Any] | None = None
+                ) -> list[StacSource]:
+    """Return the Rumi source of every Item.
+
+    Parameters
+    ----------
+    items : any accepted input
+        See :func:`item_dicts`.
+    storage_options : dict, optional
+        fsspec options, for the metadata read of Items without a header.
+
+    Returns
+    -------
+    list of StacSource
+        In input order.
+
+    Raises
+    ------
+    RumiCatalogError
+        No Items; missing projection information; times or bands that do
+        not match the header.
+    RumiCatalogKeyError
+        An Item without a Rumi asset.
+    """
+    plain = item_dicts(items)
+    if not plain:
+        raise RumiCatalogError("no STAC items to load (the search or table is empty)")
+    return [parse_item(d, i, storage_options) for i, d in enumerate(plain)]
+
+
+def rumi_asset(item: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    """Return ``(key, asset)`` of an Item's Rumi asset.
+
+    Parameters
+    ----------
+    item : dict
+        A STAC Item.
+
+    Returns
+    -------
+    tuple
+
+    Raises
+    ------
+    RumiCatalogKeyError
+        The Item has no asset of type ``application/vnd.rumi`` and none whose
+        href ends in ``.rumi``.
+    """
+    assets = item.get("assets") or {}
+    for key, asset in assets.items():
+        media = str(asset.get("type") or "").split(";", 1)[0].strip().lower()
+        if media == out.MEDIA_TYPE:
+            return key, dict(asset)
+    for key, asset in assets.items():
+        href = str(asset.get("href") or "").split("?", 1)[0].lower()
+        if href.endswith(".rumi"):
+            return key, dict(asset)
+    listed = ", ".join(f"{k!r} ({a.get('type') or 'no type'})" for k, a in assets.items())
+    raise RumiCatalogKeyError(
+        f"STAC item {item.get('id')!r} has no Rumi asset (type {out.MEDIA_TYPE!r} or an "
+        f"href ending in .rumi); its assets: {listed or 'none'}")
+
+
+def parse_item(item: Mapping[str, Any], position: int,
+               storage_options: dict[str, Any] | None = None) -> StacSource:
+    """Return the Rumi source an Item describes.
+
+    Parameters
+    ----------
+    item : dict
+    position : int
+    storage_options : dict, optional
+
+    Returns
+    -------
+    StacSource
+    """
+    item_id = str(item.get("id") or f"#{position}")
+    key, asset = rumi_asset(item)
+    href = asset.get("href")
+    if not isinstance(href, str) or not href:
+        raise RumiCatalogError(f"STAC item {item_id!r}: asset {key!r} has no href")
+    where = f"STAC item {item_id!r} (asset {key!r})"
+    properties = dict(item.get("properties") or {})
+    epsg, corner, shape = _projection(asset, properties, where)
+    fetched: Any = None
+    header_text = asset.get(out.HEADER_FIELD)
+    if header_text is None:
+        fetched = _fetch(href, storage_options)
+        header = bytes(fetched.header)
+    else:
+        try:
+            header = base64.b64decode(str(header_text), validate=True)
+        except (binascii.Error, ValueError) as exc:
+            raise RumiCatalogError(f"{where}: {out.HEADER_FIELD} is not base64: {exc}"
+                                   ) from exc
+    grid = _grid(header, where)
+    if shape != (grid.height, grid.width):
+        raise RumiCatalogError(f"{where}: proj:shape {list(shape)} does not match the header "
+                               f"({grid.height} x {grid.width})")
+    texts = _band_texts(asset)
+    if texts is None:
+        fetched = fetched or _fetch(href, storage_options)
+        texts = [str(b) for b in fetched.bands or []]
+    if len(texts) != grid.bands:
+        raise RumiCatalogError(f"{where}: {len(texts)} bands described, the header has "
+                               f"{grid.bands}")
+    seconds, bounds = _times(properties, where)
+    if len(seconds) != grid.time_count:
+        raise RumiCatalogError(
+            f"{where}: {len(seconds)} time label(s) for {grid.time_count} time steps in the "
+            f"header (several steps are listed in the property {out.TIMES_FIELD!r})")
+    return StacSource(item_id=item_id, position=position, href=href, header=header, grid=grid,
+                      epsg=epsg, corner=corner,
+                      pixel_is_point=bool(asset.get(out.POINT_FIELD) or False),
+                      band_texts=tuple(texts), seconds=tuple(seconds), bounds=bounds,
+                      facts=_facts(asset, where, grid.dtype), properties=properties)
+
+
+def _fetch(href: str, storage_options: dict[str, Any] | None) -> Any:
+    from rumi_xarray.native import reads
+    from rumi_xarray.sources import resolve
+
+    return reads.info(resolve.resolve(href, storage_options=storage_options))
+
+
+def _grid(header: bytes, where: str) -> Grid:
+    from rumi_xarray.native import reads
+
+    try:
+        return Grid.from_metadata(reads.header_info(header))
+    except (ValueError, TypeError) as exc:
+        raise RumiCatalogError(f"{where}: {out.HEADER_FIELD} is not a Rumi header: {exc}"
+                               ) from exc
+
+
+def _field(asset: Mapping[str, Any], properties: Mapping[str, Any], name: str) -> Any:
+    value = asset.get(name)
+    return properties.get(name) if value is None else value
+
+
+def _projection(asset: Mapping[str, Any], properties: Mapping[str, Any], where: str
+                ) -> tuple[int, tuple[float, ...], tuple[int, int]]:
+    code = _field(asset, properties, "proj:code")
+    epsg = _field(asset, properties, "proj:epsg")
+    crs_text = (_field(asset, properties, "proj:wkt2")
+                or _field(asset, properties, "proj:projjson"))
+    transform = _field(asset, properties, "proj:transform")
+    shape = _field(asset, properties, "proj:shape")
+    missing = [name for name, value in (("proj:code", code if epsg is None and crs_text is None
+                                         else True),
+                                        ("proj:transform", transform), ("proj:shape", shape))
+               if value is None]
+    if missing:
+        raise RumiCatalogError(
+            f"{where} lacks projection information ({', '.join(missing)}); Rumi items need "
+            f"the projection extension (proj:code, proj:transform, proj:shape) to be placed "
+            f"on a grid: write them with rumi_xarray.to_stac")
+    try:
+        values = [float(v) for v in transform]
+        rows, cols = (int(v) for v in shape)
+    except (TypeError, ValueError) as exc:
+        raise RumiCatalogError(f"{where}: proj:transform {transform!r} or proj:shape "
+                               f"{shape!r} is malformed") from exc
+    if len(values) not in (6, 9) or (len(values) == 9 and values[6:] != [0.0, 0.0, 1.0]):
+        raise RumiCatalogError(f"{where}: proj:transform {transform!r} is not an affine "
+                               f"transform (6 or 9 numbers)")
+    return _epsg(code if code is not None else epsg if epsg is not None else crs_text, where), \
+        tuple(values[:6]), (rows, cols)
+
+
+def _epsg(crs: Any, where: str) -> int:
+    from rumi_xarray.conventions.georef import epsg_of
+
+    if isinstance(crs, (int, np.integer)):
+        return int(crs)
+    try:
+        return epsg_of(json.dumps(crs) if isinstance(crs, Mapping) else crs, where)
+    except ValueError as exc:
+        raise RumiCatalogError(str(exc)) from exc
+
+
+def _band_texts(asset: Mapping[str, Any]) -> list[str] | None:
+    for name in ("eo:bands", "bands"):
+        described = asset.get(name)
+        if isinstance(described, list) and described and all(
+                isinstance(b, Mapping) and (b.get("description") or b.get("name"))
+                for b in described):
+            return [str(b.get("description") or b.get("name")) for b in described]
+    return None
+
+
+def _times(properties: Mapping[str, Any], where: str
+           ) -> tuple[list[int], tuple[tuple[int, int], ...] | None]:
+    listed = properties.get(out.TIMES_FIELD)
+    if listed is not None:
+        entries = list(listed)
+        if entries and all(isinstance(e, (list, tuple)) for e in entries):
+            pairs = tuple((_seconds(a, where), _seconds(b, where)) for a, b in entries)
+            return [a for a, _ in pairs], pairs
+        return [_seconds(e, where) for e in entries], None
+    single = properties.get("datetime")
+    if single is not None:
+        return [_seconds(single, where)], None
+    start, end = properties.get("start_datetime"), properties.get("end_datetime")
+    if start is not None and end is not None:
+        pair = (_seconds(start, where), _seconds(end, where))
+        return [pair[0]], (pair,)
+    raise RumiCatalogError(f"{where} has no datetime (nor start_datetime and end_datetime)")
+
+
+def _seconds(value: Any, where: str) -> int:
+    try:
+        stamp = pd.Timestamp(value)
+    except (TypeError, ValueError) as exc:
+        raise RumiCatalogError(f"{where}: cannot read the time {value!r}: {exc}") from exc
+    if stamp.tzinfo is None:
+        stamp = stamp.tz_localize("UTC")
+    # Rumi labels whole seconds; a finer STAC time is rounded down to its second.
+    return math.floor(stamp.timestamp())
+
+
+def _facts(asset: Mapping[str, Any], where: str, dtype: np.dtype) -> dict[str, Any]:
+    """Return nodata/scale/offset/units of the bands (Rumi applies one set per file)."""
+    entries: list[dict[str, Any]] = []
+    raster = asset.get("raster:bands")
+    common = asset.get("bands")
+    if isinstance(raster, list) and raster:
+        entries = [{"nodata": b.get("nodata"), "scale_factor": b.get("scale"),
+                    "add_offset": b.get("offset"), "units": b.get("unit")}
+                   for b in raster if isinstance(b, Mapping)]
+    elif isinstance(common, list) and common:
+        entries = [{"nodata": b.get("nodata"), "scale_factor": b.get("raster:scale"),
+                    "add_offset": b.get("raster:offset"), "units": b.get("unit")}
+                   for b in common if isinstance(b, Mapping)]
+    if not entries:
+        return {}
+    first = {k: _number(v, k) for k, v in entries[0].items() if v is not None}
+    for i, entry in enumerate(entries[1:], start=1):
+        other = {k: _number(v, k) for k, v in entry.items() if v is not None}
+        if not _same_facts(first, other):
+            raise RumiCatalogError(
+                f"{where}: band {i} has nodata/scale/offset/units {other}, band 0 {first}; a "
+                f"Rumi file has one set for all its bands")
+    if "nodata" in first and dtype.kind != "f" and not float(first["nodata"]).is_integer():
+        raise RumiCatalogError(f"{where}: nodata {first['nodata']!r} cannot be a {dtype} "
+                               f"sample")
+    return first
+
+
+def _number(value: Any, key: str) -> Any:
+    if key == "units":
+        return str(value)
+    if isinstance(value, str):
+        return float(value)  # the raster extension spells NaN and infinities as text
+    if key == "nodata" and isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        return int(value)
+    return float(value)
+
+
+def _same_facts(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    if a.keys() != b.keys():
+        return False
+    for key in a:
+        x, y = a[key], b[key]
+        if isinstance(x, float) and isinstance(y, float) and math.isnan(x) and math.isnan(y):
+            continue
+        if x != y:
+            return False
+    return True
+
+
+# --- sources -> catalog table ------------------------------------------------------
+
+
+def catalog_table(sources: Iterable[StacSource]) -> pd.DataFrame:
+    """Return the catalog table (:func:`rumi_xarray.catalog`'s columns) of sources.
+
+    Parameters
+    ----------
+    sources : iterable of StacSource
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per source, columns :data:`rumi_xarray.catalogs.table.COLUMNS`;
+        what ``rx.catalog`` would read from the files, built without a request.
+    """
+    from rumi_xarray.catalogs.table import COLUMNS
+
+    rows = []
+    for s in sources:
+        g = s.grid
+        rows.append({
+            "path": s.href,
+            "header": s.header,
+            "time": pd.Timestamp(int(s.seconds[0]), unit="s") if s.seconds else pd.NaT,
+            "time_seconds": list(s.seconds),
+            "time_bounds": None if s.bounds is None else [v for p in s.bounds for v in p],
+            "bands": list(s.band_texts),
+            "transform": list(s.stored_transform),
+            "crs": s.epsg,
+            "pixel_is_point": s.pixel_is_point,
+            "time_count": g.time_count,
+            "band_count": g.bands,
+            "height": g.height,
+            "width": g.width,
+            "dtype": g.dtype.str,
+            "tile_height": g.tile_height,
+            "tile_width": g.tile_width,
+            "frame_layout": g.frame_layout,
+            **{k: s.facts.get(k) for k in ("nodata", "scale_factor", "add_offset", "units")},
+        })
+    return pd.DataFrame(rows, columns=list(COLUMNS))

@@ -1,0 +1,496 @@
+"""Plan a STAC load across grids: time groups, chunk bins, source windows, native calls.
+
+Pure planning, no I/O: what each output chunk reads and how it is assembled.
+
+1. **Time groups** (:func:`time_groups`): every stored time step of every
+   Item is a *unit*; units are grouped by ``groupby`` (identical time, solar
+   day, Item, or an Item property) and sorted within a group by time, then
+   Item id, which is the order mosaicking takes them in (first valid pixel
+   wins), as odc-stac does.
+2. **Bins** (:func:`bins`): which Items' footprints touch each spatial chunk
+   of the output grid (odc-geo's ``GeoboxTiles``), computed once at open.
+3. **Block plan** (:func:`block_plan`), for one output chunk: per Item, the
+   source window that covers the chunk and the part of the chunk it covers
+   (odc-geo's ``compute_reproject_roi``, the same computation odc-stac
+   makes, so pasting versus resampling is decided alike); windows widened
+   to whole tile cells (the frames they touch, so no extra decoding); then
+   one native ``read_many`` call per *source group* (Items sharing frame
+   layout, dtype, time steps and bands), windows made equal by widening
+   them inside their images unless that would decode over 1.5x the frames,
+   in which case each window size gets its own call.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import math
+from collections import defaultdict
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from rumi_xarray.model.cube import Cube, Scene
+from rumi_xarray.model.grid import Grid
+from rumi_xarray.model.planning import Call
+from rumi_xarray.stac.parse import StacSource
+
+#: ``groupby`` values with a meaning of their own; any other string is an
+#: Item property.
+GROUPBY = ("time", "solar_day", "id")
+#: Widening windows to one size is accepted up to this many times the frames.
+WIDEN_LIMIT = 1.5
+#: Source padding (pixels) of resampling kernels wider than odc-geo's default 1.
+KERNEL_PADDING = {"cubic": 2, "cubic_spline": 2, "lanczos": 3, "gauss": 2}
+#: Side of the square spatial chunks a read group falls back to, in pixels.
+SPATIAL_STEP = 256
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One stored time step of one source: what mosaicking layers."""
+
+    source: int
+    step: int
+    seconds: int
+
+
+@dataclass(frozen=True)
+class LoadPlan:
+    """Everything a reprojecting load needs, stored once in a dask graph.
+
+    Attributes
+    ----------
+    sources : tuple of StacSource
+    scenes : tuple of Scene
+        The readable source of each Item (resolved path or URL, header).
+    band_index : tuple of tuple of int
+        Per source, the stored band of each output band.
+    geobox : odc.geo.geobox.GeoBox
+        The output grid.
+    groups : tuple of tuple of Unit
+        Units of each output time step, in mosaicking order.
+    chunks : tuple of tuple of int
+        Output chunks along time, band, y and x.
+    bins : mapping
+        ``(iy, ix)`` -> sources whose footprint touches that spatial chunk.
+    dtype : numpy.dtype
+        Output sample type.
+    fill : int or float
+        Output value where no Item has a valid pixel.
+    resampling : str
+        rasterio resampling name (``"nearest"``, ``"bilinear"``...).
+    token : str
+        Deterministic name of this load (dask keys).
+    """
+
+    sources: tuple[StacSource, ...]
+    scenes: tuple[Scene, ...]
+    band_index: tuple[tuple[int, ...], ...]
+    geobox: Any
+    groups: tuple[tuple[Unit, ...], ...]
+    chunks: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]]
+    bins: Mapping[tuple[int, int], tuple[int, ...]] = field(repr=False)
+    dtype: np.dtype
+    fill: Any
+    resampling: str
+    token: str
+
+    @property
+    def numblocks(self) -> tuple[int, int, int, int]:
+        """Return the number of chunks along time, band, y and x."""
+        return (len(self.chunks[0]), len(self.chunks[1]), len(self.chunks[2]),
+                len(self.chunks[3]))
+
+
+@dataclass(frozen=True)
+class PlannedRead:
+    """One native call of a block: equal windows of Items sharing a frame layout.
+
+    ``cube`` holds the call's scenes (indexed by ``call.scenes``) and the
+    frame grid they share; only its layout (tile size, frame order, dtype) is
+    used, not its image size, which differs between Items.
+    """
+
+    cube: Cube
+    call: Call
+
+    def planned_calls(self, key: Any = None) -> list[Call]:
+        """Return ``[call]`` (the interface ``explain()`` reads).
+
+        Parameters
+        ----------
+        key : ignored
+
+        Returns
+        -------
+        list of Call
+        """
+        return [self.call]
+
+
+@dataclass(frozen=True)
+class Contribution:
+    """Where one unit's pixels come from in a block, and where they go.
+
+    ``results[read][item, step, :, rows, cols]`` are the source pixels (all
+    output bands); they cover ``roi_dst`` of the block, pasted as they are
+    (``paste``) or reprojected from ``src_gbox`` with odc-geo.
+    """
+
+    read: int
+    item: int
+    step: int
+    rows: slice
+    cols: slice
+    roi_dst: tuple[slice, slice]
+    paste: bool
+    src_gbox: Any
+    nodata: float | None
+
+
+@dataclass(frozen=True)
+class BlockPlan:
+    """The reads and the mosaicking of one output chunk ``(time, band, y, x)``."""
+
+    reads: tuple[PlannedRead, ...]
+    layers: tuple[tuple[Contribution, ...], ...]
+    shape: tuple[int, int, int, int]
+    geobox: Any
+    dtype: np.dtype
+    fill: Any
+    resampling: str
+
+
+# --- at open -----------------------------------------------------------------------
+
+
+def time_groups(sources: Sequence[StacSource], groupby: Any, gbox: Any
+                ) -> tuple[tuple[Unit, ...], ...]:
+    """Group the units of every source into output time steps.
+
+    Parameters
+    ----------
+    sources : sequence of StacSource
+    groupby : {"time", "solar_day", "id"}, None or str
+        ``"time"``: identical timestamps; ``"solar_day"``: the same local
+        solar date at the longitude of the output grid's centre (UTC
+        shifted by whole hours, longitude / 15); ``"id"`` or None: every
+        unit alone, in input order; any other string: the value of that Item
+        property.
+    gbox : odc.geo.geobox.GeoBox
+        The output grid (its centre longitude, for ``"solar_day"``).
+
+    Returns
+    -------
+    tuple of tuple of Unit
+        Output time steps in order; units within one in mosaicking order.
+    """
+    if groupby is None:
+        groupby = "id"
+    if not isinstance(groupby, str):
+        raise TypeError(f"groupby must be a string or None, got {type(groupby).__name__}")
+    offset = 0
+    if groupby == "solar_day":
+        lon = gbox.extent.centroid.to_crs("epsg:4326").points[0][0]
+        offset = int(lon / 15) * 3600
+    units = [(s, Unit(i, step, int(sec))) for i, s in enumerate(sources)
+             for step, sec in enumerate(s.seconds)]
+
+    def key(entry: tuple[StacSource, Unit]) -> Hashable:
+        s, u = entry
+        if groupby == "time":
+            return u.seconds
+        if groupby == "solar_day":
+            return dt.datetime.fromtimestamp(u.seconds + offset, tz=dt.UTC).date()
+        if groupby == "id":
+            return (s.position, u.step)
+        value = s.properties.get(groupby)
+        return (value is None, _sortable(value))
+
+    units.sort(key=lambda e: (key(e), e[1].seconds, e[0].item_id, e[1].step))
+    groups: list[list[Unit]] = []
+    last: Any = object()
+    for entry in units:
+        k = key(entry)
+        if not groups or k != last:
+            groups.append([])
+            last = k
+        groups[-1].append(entry[1])
+    return tuple(tuple(g) for g in groups)
+
+
+def _sortable(value: Any) -> Any:
+    if isinstance(value, (int, float, str)):
+        return value
+    return repr(value)
+
+
+def chunk_sizes(chunks: Any, shape: tuple[int, int, int, int], itemsize: int, target: int
+                ) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """Return output chunks along time, band, y and x.
+
+    Dimensions the caller does not fix form a *read group* of at most
+    ``target`` bytes: every band (one native call reads them together); the
+    whole extent when it fits, else square tiles (multiples of 256 pixels);
+    then as many time steps as fit, so a time series over a small area is
+    one chunk (one native call per source group for all its scenes).
+
+    Parameters
+    ----------
+    chunks : dict, int, str or None
+        ``{}``, ``"auto"`` or None: read groups; an int: that size along
+        time, y and x; a dict ``{"time": n, "band": n, "y": n, "x": n}``
+        (``-1`` the whole dimension), missing ones sized as read groups.
+        ``"band": 1`` reads each band in its own tasks.
+    shape : (time, band, y, x)
+    itemsize : int
+    target : int
+        Decoded bytes of one read group.
+
+    Returns
+    -------
+    tuple of tuple of int
+    """
+    nt, nb, ny, nx = shape
+    wanted: dict[str, int | None] = {"time": None, "band": None, "y": None, "x": None}
+    if isinstance(chunks, int) and not isinstance(chunks, bool):
+        wanted = {"time": chunks, "band": None, "y": chunks, "x": chunks}
+    elif isinstance(chunks, Mapping):
+        for dim, value in chunks.items():
+            if dim in ("latitude", "longitude"):
+                dim = {"latitude": "y", "longitude": "x"}[dim]
+            if dim not in wanted:
+                continue
+            wanted[dim] = None if value in (None, "auto") else int(value)
+    elif not (chunks is None or chunks == "auto"):
+        raise ValueError(f"chunks must be a dict, an int, 'auto' or None, got {chunks!r}")
+    fixed = {d: (n if w == -1 else w) for (d, w), n in zip(wanted.items(), shape, strict=True)}
+    band = fixed["band"] or nb
+    per_pixel = max(1, band * itemsize)
+    y, x = fixed["y"] or ny, fixed["x"] or nx
+    if (fixed["y"] is None or fixed["x"] is None) and y * x * per_pixel > target:
+        side = max(SPATIAL_STEP,
+                   int(math.sqrt(target / per_pixel)) // SPATIAL_STEP * SPATIAL_STEP)
+        y = fixed["y"] or min(ny, side)
+        x = fixed["x"] or min(nx, side)
+    time = fixed["time"] or max(1, min(nt, target // max(y * x * per_pixel, 1)))
+    return (_split(nt, max(1, time)), _split(nb, max(1, band)), _split(ny, max(1, y)),
+            _split(nx, max(1, x)))
+
+
+def _split(n: int, size: int) -> tuple[int, ...]:
+    if n == 0:
+        return (0,)
+    full, rest = divmod(n, size)
+    return (size,) * full + ((rest,) if rest else ())
+
+
+def bins(sources: Sequence[StacSource], gbox: Any, chunks: tuple[tuple[int, ...], ...]
+         ) -> dict[tuple[int, int], tuple[int, ...]]:
+    """Return, per spatial chunk, the sources whose footprint touches it.
+
+    Parameters
+    ----------
+    sources : sequence of StacSource
+    gbox : odc.geo.geobox.GeoBox
+    chunks : (time, band, y, x) chunks
+
+    Returns
+    -------
+    dict
+        ``(iy, ix)`` -> source indices.
+    """
+    from odc.geo.geobox import GeoboxTiles
+
+    tiles = GeoboxTiles(gbox, (chunks[2][0], chunks[3][0]))
+    found: dict[tuple[int, int], list[int]] = defaultdict(list)
+    for i, s in enumerate(sources):
+        footprint = s.geobox.footprint(gbox.crs, wrapdateline=True)
+        if footprint.is_empty:
+            continue
+        for index in tiles.tiles(footprint):
+            found[(int(index[0]), int(index[1]))].append(i)
+    return {k: tuple(v) for k, v in found.items()}
+
+
+def load_token(sources: Sequence[StacSource], *parts: Any) -> str:
+    """Return a deterministic name for a load (same Items and arguments, same name).
+
+    Parameters
+    ----------
+    sources : sequence of StacSource
+    *parts
+        Everything else that changes the result (grid, bands, groups...).
+
+    Returns
+    -------
+    str
+    """
+    digest = hashlib.sha256()
+    for s in sources:
+        digest.update(s.href.encode("utf-8", "replace"))
+        digest.update(s.header)
+        digest.update(repr((s.seconds, s.facts, s.band_texts)).encode())
+    digest.update(repr(parts).encode())
+    return digest.hexdigest()[:32]
+
+
+# --- per block (at compute, and for explain) ----------------------------------------
+
+
+def block_plan(plan: LoadPlan, it: int, ib: int, iy: int, ix: int) -> BlockPlan:
+    """Plan the reads and the mosaicking of one output chunk.
+
+    Parameters
+    ----------
+    plan : LoadPlan
+    it, ib, iy, ix : int
+        Chunk indices along time, band, y and x.
+
+    Returns
+    -------
+    BlockPlan
+    """
+    from odc.geo.overlap import compute_reproject_roi
+    from odc.geo.roi import roi_is_empty
+
+    t0, nt = sum(plan.chunks[0][:it]), plan.chunks[0][it]
+    b0, nb = sum(plan.chunks[1][:ib]), plan.chunks[1][ib]
+    y0, x0 = sum(plan.chunks[2][:iy]), sum(plan.chunks[3][:ix])
+    h, w = plan.chunks[2][iy], plan.chunks[3][ix]
+    dst = plan.geobox[y0:y0 + h, x0:x0 + w]
+    present = set(plan.bins.get((iy, ix), ()))
+    layers = [[u for u in plan.groups[t0 + k] if u.source in present] for k in range(nt)]
+    steps: dict[int, set[int]] = defaultdict(set)
+    for layer in layers:
+        for u in layer:
+            steps[u.source].add(u.step)
+    # odc-stac ignores sub-pixel shifts up to 0.9 px for nearest (paste), 0.05 px else.
+    ttol = 0.9 if plan.resampling == "nearest" else 0.05
+    windows: dict[int, _Window] = {}
+    for s in sorted(steps):
+        source = plan.sources[s]
+        info = compute_reproject_roi(source.geobox, dst, ttol=ttol)
+        wider = KERNEL_PADDING.get(plan.resampling)
+        if wider is not None and not info.paste_ok:
+            # odc-geo pads source windows by 1 pixel: enough for bilinear, not for the
+            # wider kernels, which would see the window's edge instead of the image.
+            info = compute_reproject_roi(source.geobox, dst, ttol=ttol, padding=wider)
+        if roi_is_empty(info.roi_src) or roi_is_empty(info.roi_dst):
+            continue
+        rows, cols = info.roi_src
+        windows[s] = _Window(s, source.grid, (int(rows.start), int(rows.stop)),
+                             (int(cols.start), int(cols.stop)), tuple(sorted(steps[s])),
+                             plan.band_index[s][b0:b0 + nb], info.roi_dst,
+                             bool(info.paste_ok and info.read_shrink == 1),
+                             source.geobox[info.roi_src], source.nodata)
+    reads, where = _calls(plan, list(windows.values()))
+    out_layers = []
+    for layer in layers:
+        contributions = []
+        for u in layer:
+            win = windows.get(u.source)
+            if win is None:
+                continue
+            read, item, dr, dc = where[u.source]
+            call = reads[read].call
+            contributions.append(Contribution(
+                read=read, item=item, step=call.times.index(u.step),
+                rows=slice(dr, dr + win.rows[1] - win.rows[0]),
+                cols=slice(dc, dc + win.cols[1] - win.cols[0]),
+                roi_dst=(win.roi_dst[0], win.roi_dst[1]), paste=win.paste,
+                src_gbox=win.src_gbox, nodata=win.nodata))
+        out_layers.append(tuple(contributions))
+    return BlockPlan(reads=tuple(reads), layers=tuple(out_layers),
+                     shape=(nt, nb, h, w), geobox=dst, dtype=plan.dtype,
+                     fill=plan.fill, resampling=plan.resampling)
+
+
+@dataclass(frozen=True)
+class _Window:
+    source: int
+    grid: Grid
+    rows: tuple[int, int]
+    cols: tuple[int, int]
+    steps: tuple[int, ...]
+    bands: tuple[int, ...]
+    roi_dst: Any
+    paste: bool
+    src_gbox: Any
+    nodata: float | None
+
+    def aligned(self) -> tuple[int, int, int, int]:
+        """Return the window widened to whole tile cells (the frames it touches)."""
+        g = self.grid
+        r0 = self.rows[0] // g.tile_height * g.tile_height
+        c0 = self.cols[0] // g.tile_width * g.tile_width
+        r1 = min(g.height, -(-self.rows[1] // g.tile_height) * g.tile_height)
+        c1 = min(g.width, -(-self.cols[1] // g.tile_width) * g.tile_width)
+        return r0, c0, r1 - r0, c1 - c0
+
+
+def _layout_key(grid: Grid) -> tuple[Any, ...]:
+    return (grid.time_count, grid.bands, grid.tile_height, grid.tile_width, grid.frame_layout,
+            grid.index_order, grid.dtype.str)
+
+
+def _calls(plan: LoadPlan, windows: list[_Window]
+           ) -> tuple[list[PlannedRead], dict[int, tuple[int, int, int, int]]]:
+    """Return the native calls reading ``windows``, and where each source lands.
+
+    ``where[source] = (read index, item index, row offset, column offset)``:
+    the offsets of the source window inside the (widened) window read.
+    """
+    groups: dict[tuple[Any, ...], list[_Window]] = defaultdict(list)
+    for win in windows:
+        groups[(_layout_key(win.grid), win.steps, win.bands)].append(win)
+    reads: list[PlannedRead] = []
+    where: dict[int, tuple[int, int, int, int]] = {}
+    for (_, steps, bands), members in groups.items():
+        for batch, height, width in _batches(members):
+            scenes, rows, cols = [], [], []
+            for item, (win, r, c) in enumerate(batch):
+                scenes.append(plan.scenes[win.source])
+                rows.append(r)
+                cols.append(c)
+                where[win.source] = (len(reads), item, win.rows[0] - r, win.cols[0] - c)
+            cube = Cube(tuple(scenes), batch[0][0].grid, ())
+            call = Call(scenes=tuple(range(len(batch))), rows=tuple(rows), cols=tuple(cols),
+                        times=steps, bands=bands, height=height, width=width)
+            reads.append(PlannedRead(cube, call))
+    return reads, where
+
+
+def _batches(members: list[_Window]
+             ) -> list[tuple[list[tuple[_Window, int, int]], int, int]]:
+    """Split windows of one source group into calls of equal window size.
+
+    One call when widening every window to the largest size (inside its own
+    image) decodes at most :data:`WIDEN_LIMIT` times the frames; otherwise
+    one call per distinct size.
+    """
+    aligned = [(win, *win.aligned()) for win in members]
+    height = max(a[3] for a in aligned)
+    width = max(a[4] for a in aligned)
+    fits = [a for a in aligned if a[0].grid.height >= height and a[0].grid.width >= width]
+    if len(fits) == len(aligned):
+        own = sum(_frames(win, r, c, h, w) for win, r, c, h, w in aligned)
+        widened = []
+        for win, r, c, _, _ in aligned:
+            r2 = min(r, win.grid.height - height)
+            c2 = min(c, win.grid.width - width)
+            widened.append((win, r2, c2))
+        cost = sum(_frames(win, r, c, height, width) for win, r, c in widened)
+        if cost <= WIDEN_LIMIT * own:
+            return [(widened, height, width)]
+    by_size: dict[tuple[int, int], list[tuple[_Window, int, int]]] = defaultdict(list)
+    for win, r, c, h, w in aligned:
+        by_size[(h, w)].append((win, r, c))
+    return [(batch, h, w) for (h, w), batch in by_size.items()]
+
+
+def _frames(win: _Window, row: int, col: int, height: int, width: int) -> int:
+    return win.grid.frames_touched(len(win.steps), len(win.bands), row, col, height, width)

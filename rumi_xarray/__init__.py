@@ -37,6 +37,8 @@ if TYPE_CHECKING:  # what __getattr__ imports on first use, for type checkers
     from rumi_xarray.catalogs.cube import open_catalog, open_mfdataset
     from rumi_xarray.catalogs.table import catalog
     from rumi_xarray.native.stats import stats
+    from rumi_xarray.stac.items import to_stac
+    from rumi_xarray.stac.load import open_stac
     from rumi_xarray.write.to_rumi import to_rumi, write_array
 
 #: Public name -> module defining it, imported on first use.
@@ -45,6 +47,8 @@ _LAZY = {
     "open_catalog": "rumi_xarray.catalogs.cube",
     "open_mfdataset": "rumi_xarray.catalogs.cube",
     "catalog": "rumi_xarray.catalogs.table",
+    "to_stac": "rumi_xarray.stac.items",
+    "open_stac": "rumi_xarray.stac.load",
     "to_rumi": "rumi_xarray.write.to_rumi",
     "write_array": "rumi_xarray.write.to_rumi",
     "stats": "rumi_xarray.native.stats",
@@ -78,9 +82,11 @@ __all__ = [
     "open_catalog",
     "open_dataset",
     "open_mfdataset",
+    "open_stac",
     "set_options",
     "stats",
     "to_rumi",
+    "to_stac",
     "write_array",
 ]
 

@@ -96,12 +96,19 @@ def _reads(obj: xr.Dataset | xr.DataArray) -> list[tuple[Any, Any]]:
 
     variables = list(obj.data_vars.values()) if isinstance(obj, xr.Dataset) else [obj]
     found = []
+    seen: set[tuple[int, str]] = set()
     for var in variables:
         data = var.variable._data
         if hasattr(data, "__dask_graph__"):
             from rumi_xarray.dask.graphs import getter_calls
 
             for source, key in getter_calls(data):
+                if (id(source), repr(key)) in seen:  # one read shared by several variables
+                    continue
+                seen.add((id(source), repr(key)))
+                if hasattr(source, "planned_reads"):  # STAC loads (rumi_xarray.dask.stac)
+                    found.extend(source.planned_reads(key))
+                    continue
                 located = find_backend(_index_lazily(source, key))
                 if located is not None:
                     found.append(located)

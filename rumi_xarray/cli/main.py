@@ -17,10 +17,10 @@ import os
 import sys
 from collections.abc import Sequence
 
-from rumi_xarray.cli import catalog, convert, demo, info
+from rumi_xarray.cli import catalog, convert, demo, info, stac
 from rumi_xarray.cli.common import PROG, CommandError
 
-COMMANDS = (info, convert, catalog, demo)
+COMMANDS = (info, convert, catalog, demo, stac)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,85 @@
+"""``rumi-xarray stac``: describe Rumi files as STAC Items (GeoJSON or stac-geoparquet)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+from rumi_xarray.cli.common import PROG, CommandError, add_progress
+
+#: Output endings: a GeoJSON ItemCollection, or a stac-geoparquet table.
+JSON_SUFFIXES = (".json", ".geojson")
+PARQUET_SUFFIXES = (".parquet", ".geoparquet", ".pq")
+
+
+def register(commands: Any, common: argparse.ArgumentParser) -> None:
+    """Add the ``stac`` subcommand to the parser."""
+    stac = commands.add_parser(
+        "stac", parents=[common], help="describe Rumi files as STAC Items",
+        description="Read the header, labels and sidecar of Rumi files (paths, globs or URLs) "
+                    "and write one STAC Item per file, with the projection, eo and raster "
+                    "extensions and the Rumi header in the asset, as a GeoJSON ItemCollection "
+                    "(OUT.json) or a stac-geoparquet table (OUT.parquet).")
+    stac.add_argument("sources", nargs="+", metavar="SOURCE")
+    stac.add_argument("output", metavar="OUT.json|OUT.parquet")
+    stac.add_argument("--collection", default=None,
+                      help="collection id to record in every Item")
+    add_progress(stac)
+    stac.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``rumi-xarray stac``: one STAC Item per Rumi file.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+
+    Returns
+    -------
+    int
+    """
+    from rumi_xarray import options
+    from rumi_xarray.catalogs.table import catalog
+    from rumi_xarray.stac.items import to_stac
+
+    lowered = args.output.lower()
+    if not lowered.endswith(JSON_SUFFIXES + PARQUET_SUFFIXES):
+        # The last argument is the output: refusing other names keeps a
+        # forgotten OUT from overwriting the last source.
+        print(f"{PROG} stac: error: the last argument is the output and must end in .json or "
+              f".parquet, got {args.output!r}", file=sys.stderr)
+        return 2
+    started = time.perf_counter()
+    with options.set_options(progress=args.progress):
+        table = catalog(list(args.sources))
+    try:
+        items = to_stac(table, collection=args.collection)
+    except ImportError as exc:
+        raise CommandError(f"STAC output needs pystac and odc-geo (pip install "
+                           f"'rumi-xarray[stac]'): {exc}") from exc
+    if lowered.endswith(PARQUET_SUFFIXES):
+        try:
+            from rumi_xarray.stac.geoparquet import write_geoparquet
+
+            write_geoparquet(items, args.output)
+        except ImportError as exc:
+            raise CommandError(f"{args.output}: writing stac-geoparquet needs stac-geoparquet "
+                               f"and pyarrow (pip install 'rumi-xarray[stac]'): {exc}") from exc
+    else:
+        _write_json(items, args.output)
+    print(f"{args.output}: {len(items)} STAC item(s) in {time.perf_counter() - started:.1f} s")
+    return 0
+
+
+def _write_json(items: list[Any], path: str) -> None:
+    from rumi_xarray.write.atomic import atomic_path
+
+    collection = {"type": "FeatureCollection",
+                  "features": [item.to_dict(transform_hrefs=False) for item in items]}
+    with atomic_path(path) as temporary, open(temporary, "w", encoding="utf-8") as f:
+        json.dump(collection, f, indent=1)
+        f.write("\n")

@@ -49,6 +49,11 @@ from rumi_xarray.write.to_rumi import write_array
 
 odc_stac = pytest.importorskip("odc.stac")
 
+# odc-geo (used by odc-stac and by rx.open_stac) multiplies affines with `*` and calls
+# shapely.ops.transform, both deprecated by their libraries: noise, not our warnings.
+pytestmark = [pytest.mark.filterwarnings("ignore:Use `@` matmul:PendingDeprecationWarning"),
+              pytest.mark.filterwarnings("ignore:The 'shapely.ops.transform:DeprecationWarning")]
+
 BANDS = ["B02, Blue, 490nm", "B03, Green, 560nm", "B04, Red, 665nm"]
 SHORT = ["B02", "B03", "B04"]
 NODATA = 0
@@ -275,7 +280,7 @@ def test_geoparquet_round_trip_equals_open_catalog(scenes, tmp_path):
 # --- STAC in, against odc-stac -------------------------------------------------------
 
 
-@pytest.mark.parametrize("groupby", ["time", "solar_day"])
+@pytest.mark.parametrize("groupby", ["time", "solar_day", "id"])
 @pytest.mark.parametrize("chunks", [{}, {"time": 1, "y": 128, "x": 100}])
 def test_nearest_equals_odc_stac(rumi_items, tif_items, groupby, chunks):
     # GDAL's warper approximates the transform (to 1/8 pixel) over each output chunk, so
@@ -283,7 +288,7 @@ def test_nearest_equals_odc_stac(rumi_items, tif_items, groupby, chunks):
     theirs = odc_stac.load(tif_items, bands=SHORT, geobox=GEOBOX, groupby=groupby,
                            chunks=chunks)
     ours = rx.open_stac(rumi_items, geobox=GEOBOX, groupby=groupby, chunks=chunks)
-    assert ours.sizes["time"] == (5 if groupby == "time" else 4)
+    assert ours.sizes["time"] == {"time": 5, "solar_day": 4, "id": 7}[groupby]
     # Same variables, dtype, nodata attribute, time and spatial coordinates, values.
     xr.testing.assert_identical(computed(ours), computed(theirs))
     assert ours.odc.geobox == theirs.odc.geobox
@@ -323,6 +328,23 @@ def test_bbox_and_crs_like_odc_stac(rumi_items, tif_items):
     theirs = odc_stac.load(tif_items, bands=SHORT, chunks={})
     ours = rx.open_stac(rumi_items, chunks={})
     xr.testing.assert_identical(computed(ours), computed(theirs))
+    # like=: the grid of another load
+    again = rx.open_stac(rumi_items, like=theirs, chunks={})
+    xr.testing.assert_identical(computed(again), computed(
+        odc_stac.load(tif_items, bands=SHORT, like=theirs, chunks={})))
+
+
+def test_items_without_header_read_it_from_the_file(rumi_items, tif_items):
+    """Items from another producer (no rumi:header, no eo:bands) cost a metadata read."""
+    plain = [i.to_dict() for i in rumi_items]
+    for d in plain:
+        del d["assets"]["data"]["rumi:header"]
+        del d["assets"]["data"]["eo:bands"]
+    rx.stats(reset=True)
+    ours = rx.open_stac(plain, geobox=GEOBOX, chunks={})
+    assert rx.stats()["metadata"] == len(plain)
+    xr.testing.assert_identical(computed(ours), computed(
+        odc_stac.load(tif_items, bands=SHORT, geobox=GEOBOX, chunks={})))
 
 
 def test_common_names_and_band_dimension(rumi_items, tif_items):

@@ -171,6 +171,8 @@ def _bands(sources: Sequence[StacSource], wanted: str | Sequence[str] | None
                 f"{s.describe()} has no band {', '.join(map(repr, missing))}; its bands: "
                 f"{list(labels.names)}")
         index.append(tuple(lookup[n] for n in names))
+        if len(set(index[-1])) != len(names):
+            raise ValueError(f"bands= names one band of {s.describe()} twice: {names}")
     return names, index
 
 

@@ -371,12 +371,11 @@ def _projection(asset: Mapping[str, Any], properties: Mapping[str, Any], where: 
     epsg = _field(asset, properties, "proj:epsg")
     crs_text = (_field(asset, properties, "proj:wkt2")
                 or _field(asset, properties, "proj:projjson"))
+    crs = code if code is not None else epsg if epsg is not None else crs_text
     transform = _field(asset, properties, "proj:transform")
     shape = _field(asset, properties, "proj:shape")
-    missing = [name for name, value in (("proj:code", code if epsg is None and crs_text is None
-                                         else True),
-                                        ("proj:transform", transform), ("proj:shape", shape))
-               if value is None]
+    missing = [name for name, value in (("proj:code", crs), ("proj:transform", transform),
+                                        ("proj:shape", shape)) if value is None]
     if missing:
         raise RumiCatalogError(
             f"{where} lacks projection information ({', '.join(missing)}); Rumi items need "
@@ -391,8 +390,7 @@ def _projection(asset: Mapping[str, Any], properties: Mapping[str, Any], where: 
     if len(values) not in (6, 9) or (len(values) == 9 and values[6:] != [0.0, 0.0, 1.0]):
         raise RumiCatalogError(f"{where}: proj:transform {transform!r} is not an affine "
                                f"transform (6 or 9 numbers)")
-    return _epsg(code if code is not None else epsg if epsg is not None else crs_text, where), \
-        tuple(values[:6]), (rows, cols)
+    return _epsg(crs, where), tuple(values[:6]), (rows, cols)
 
 
 def _epsg(crs: Any, where: str) -> int:

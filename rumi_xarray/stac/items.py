@@ -80,6 +80,29 @@ POINT_FIELD = "rumi:pixel_is_point"
 FOOTPRINT_POINTS = 16
 
 
+def require_stac_extra() -> None:
+    """Raise a clear ImportError when the ``stac`` extra is not installed.
+
+    Raises
+    ------
+    ImportError
+        pystac or odc-geo is missing.
+    """
+    import importlib.util
+
+    missing = []
+    for name in ("pystac", "odc.geo"):
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except ModuleNotFoundError:  # the parent package (odc) is missing
+            found = False
+        if not found:
+            missing.append(name)
+    if missing:
+        raise ImportError(f"STAC support needs {' and '.join(missing)}: pip install "
+                          f"'rumi-xarray[stac]'")
+
+
 def to_stac(source: pd.DataFrame | str | os.PathLike[str] | Sequence[Any], *,
             ids: Sequence[str] | Callable[[str], str] | None = None,
             collection: str | None = None,
@@ -113,6 +136,7 @@ def to_stac(source: pd.DataFrame | str | os.PathLike[str] | Sequence[Any], *,
     RumiCatalogError
         Duplicate ids, or a row that lacks what an Item needs.
     """
+    require_stac_extra()
     if isinstance(source, pd.DataFrame):
         table = source.reset_index(drop=True)
     else:

@@ -122,8 +122,10 @@ def open_stac(items: Any, bands: str | Sequence[str] | None = None, *, crs: Any 
         An Item without a Rumi asset, or without a requested band (the error
         names the Item).
     """
+    from rumi_xarray.stac.items import require_stac_extra
     from rumi_xarray.stac.mosaic import _same_nodata
 
+    require_stac_extra()
     sources = parse_items(items, storage_options)
     names, band_index = _bands(sources, bands)
     gbox = grids.output_geobox(sources, crs=crs, resolution=resolution, anchor=anchor,

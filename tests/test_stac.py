@@ -356,6 +356,12 @@ def test_common_names_and_band_dimension(rumi_items, tif_items):
                            band_as_variable=False)
     assert stacked.band_data.dims == ("time", "band", "y", "x")
     assert list(stacked.band.values) == ["B04", "B02"]
+    assert list(stacked.band_text.values) == [BANDS[2], BANDS[0]]
+    assert list(stacked.common_name.values) == ["red", "blue"]
+    shared = rx.open_stac([i for i in rumi_items if i.id.startswith("B_")],
+                          bands=["B04", "B02"], band_as_variable=False)
+    for name in ("band", "band_text", "common_name", "center_wavelength"):
+        np.testing.assert_array_equal(shared[name].values, stacked[name].values)
     np.testing.assert_array_equal(stacked.band_data.sel(band="B02").values, theirs.B02.values)
     # chunks=None across grids loads at once, like odc.stac.load without chunks.
     eager = rx.open_stac(rumi_items, bands=["B04"], geobox=GEOBOX)

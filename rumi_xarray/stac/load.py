@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from rumi_xarray.conventions.bands import BandLabels
 from rumi_xarray.errors import RumiCatalogKeyError
 from rumi_xarray.model.cube import Scene
 from rumi_xarray.stac import grid as grids
@@ -264,14 +265,21 @@ def _conform(ds: xr.Dataset, gbox: Any, sources: Sequence[StacSource],
         ds = ds.rename({"y": dims[0], "x": dims[1]})
     drop = [c for c in ("x", "y", "spatial_ref", "band_text", "common_name",
                         "center_wavelength") if c in ds.coords and c not in dims]
-    if "band" not in ds.dims:
-        drop += [c for c in ("band_text", "common_name", "center_wavelength")
-                 if c in ds.coords and c not in drop]
     ds = ds.drop_vars(drop)
     times = [dt.datetime.fromtimestamp(g[0].seconds, tz=dt.UTC).replace(tzinfo=None)
              for g in groups]
     new_coords: dict[Hashable, Any] = dict(coords)
     new_coords["time"] = xr.DataArray(times, dims=("time",))
+    if "band" in ds.dims:
+        # rumi_xarray's band companions (full text, common name, wavelength), both paths
+        texts = sources[0].labels.texts
+        companions = BandLabels.from_texts([texts[i] for i in band_index[0]]).coords()
+        companions.pop("band")
+        if "band_text" not in companions and list(names) != [texts[i] for i in band_index[0]]:
+            companions["band_text"] = xr.Variable(
+                "band", np.array([texts[i] for i in band_index[0]], dtype=str),
+                {"long_name": "band text as stored"})
+        new_coords.update(companions)
     ds = ds.assign_coords(new_coords)
     facts = sources[0].facts
     for name in ds.data_vars:

@@ -43,7 +43,7 @@ from rumi_xarray.cli.main import main
 from rumi_xarray.conventions import cf
 from rumi_xarray.dask.graphs import getter_calls
 from rumi_xarray.stac import items as stac_items
-from rumi_xarray.stac.geoparquet import read_geoparquet, write_geoparquet
+from rumi_xarray.stac.geoparquet import read_geoparquet, to_table, write_geoparquet
 from rumi_xarray.stac.parse import catalog_table, parse_items
 from rumi_xarray.write.to_rumi import write_array
 
@@ -212,6 +212,8 @@ def test_to_stac_time_series_and_intervals(tmp_path):
     write_array(spans, data[:2], bands=["a", "b"],
                 time=[("2024-01-01", "2024-02-01"), ("2024-02-01", "2024-03-01")],
                 transform=transform, crs=32633, tile_size=16, progress=False)
+    cf.write_sidecar(series, {"nodata": -1, "scale_factor": 0.5, "add_offset": 10.0,
+                              "units": "K"})
     one = tmp_path / "one.rumi"
     write_array(one, data[:1], bands=["a", "b"], time=[("2024-01-01", "2024-01-08")],
                 transform=transform, crs=32633, tile_size=16, progress=False)
@@ -224,6 +226,8 @@ def test_to_stac_time_series_and_intervals(tmp_path):
                                           ["2024-02-01T00:00:00Z", "2024-03-01T00:00:00Z"]]
     assert (b.properties["start_datetime"], b.properties["end_datetime"]) == (
         "2024-01-01T00:00:00Z", "2024-03-01T00:00:00Z")
+    assert a.assets["data"].extra_fields["raster:bands"] == [
+        {"data_type": "int16", "nodata": -1, "scale": 0.5, "offset": 10.0, "unit": "K"}] * 2
     assert "rumi:times" not in c.properties and c.datetime is None
     assert c.properties["end_datetime"] == "2024-01-08T00:00:00Z"
     # Read back: every step, on the file's own grid (the catalog cube).
@@ -231,7 +235,8 @@ def test_to_stac_time_series_and_intervals(tmp_path):
     np.testing.assert_array_equal(
         ds.time.values, np.array(["2024-01-01", "2024-02-01T12:00", "2024-03-01"],
                                  dtype="datetime64[ns]"))
-    np.testing.assert_array_equal(ds.b.values, data[:, 1])
+    np.testing.assert_array_equal(ds.b.values, data[:, 1])  # raw samples, as odc-stac
+    assert ds.b.attrs == {"nodata": -1, "units": "K", "scale_factor": 0.5, "add_offset": 10.0}
     ds = rx.open_stac([b], band_as_variable=False)
     np.testing.assert_array_equal(ds.band_data.values, data[:2])
     np.testing.assert_array_equal(ds.time_bnds.values, np.array(
@@ -271,6 +276,8 @@ def test_geoparquet_round_trip_equals_open_catalog(scenes, tmp_path):
     np.testing.assert_array_equal(stacked.time.values, cube.time.values)
     np.testing.assert_array_equal(stacked.x.values, cube.x.values)
     np.testing.assert_array_equal(stacked.y.values, cube.y.values)
+    from_table = rx.open_stac(to_table(back), chunks={}, band_as_variable=False)
+    xr.testing.assert_identical(computed(from_table), computed(stacked))
     per_band = rx.open_stac(path)  # lazily indexed, odc-stac's layout
     for i, name in enumerate(SHORT):
         np.testing.assert_array_equal(per_band[name].values, cube.band_data.values[:, i])

@@ -2,10 +2,10 @@
 
 Like GDAL's block cache: exploring pixels and chips near each other decodes
 each frame once. Entries are whole decoded tile planes, one per (scene, time
-step, band, tile cell). The key holds the scene's header bytes (frame offsets,
-sizes and checksums) and, for local files, the file's identity and
-modification time, so a different or rewritten file can never be served
-from the cache.
+step, band, tile cell), held in the blocks native calls decoded them into.
+The key holds the scene's header bytes (frame offsets, sizes and checksums)
+and, for local files, the file's identity and modification time, so a
+different or rewritten file can never be served from the cache.
 """
 
 from __future__ import annotations
@@ -53,7 +53,15 @@ def default_bytes() -> int:
 
 
 class TileCache:
-    """LRU cache of decoded tile planes, bounded in bytes.
+    """LRU cache of decoded tile planes, bounded in bytes, plus idle read buffers.
+
+    Planes arrive in *blocks*: the buffer one native call decoded whole tile
+    cells into becomes the cache entry as it is (no copy), and every plane
+    of it is reachable by key as a read-only view. Eviction drops whole
+    blocks, least recently used first, so the bytes counted are exactly the
+    bytes held. Idle scratch buffers (what sparse reads decode into before
+    gathering, kept so the next read does not fault fresh memory in) count
+    against the same capacity and are evicted like blocks.
 
     Parameters
     ----------
@@ -63,11 +71,16 @@ class TileCache:
 
     #: Keys of planes asked for but not cached, remembered to spot reuse.
     GHOSTS = 65536
+    #: Idle scratch buffers kept at most (one per concurrent sparse read).
+    SCRATCH = 2
 
     def __init__(self, max_bytes: int) -> None:
         self._lock = threading.Lock()
-        self._entries: OrderedDict[Any, np.ndarray] = OrderedDict()
+        self._planes: dict[Any, tuple[int, np.ndarray]] = {}
+        self._blocks: OrderedDict[int, tuple[np.ndarray, list[Any]]] = OrderedDict()
+        self._scratch: dict[int, np.ndarray] = {}
         self._ghosts: OrderedDict[Any, None] = OrderedDict()
+        self._next = 0
         self.max_bytes = int(max_bytes)
         self.nbytes = 0
         self.hits = 0
@@ -76,18 +89,33 @@ class TileCache:
     def get(self, key: Any) -> np.ndarray | None:
         """Return the cached plane for ``key`` (marking it recently used) or None."""
         with self._lock:
-            value = self._entries.get(key)
-            if value is None:
+            found = self._planes.get(key)
+            if found is None:
                 self.misses += 1
                 return None
-            self._entries.move_to_end(key)
+            self._blocks.move_to_end(found[0])
             self.hits += 1
-            return value
+            return found[1]
 
     def peek(self, key: Any) -> np.ndarray | None:
         """Return the cached plane for ``key`` without counting or reordering."""
         with self._lock:
-            return self._entries.get(key)
+            found = self._planes.get(key)
+            return None if found is None else found[1]
+
+    def touch(self, keys: list[Any]) -> None:
+        """Count hits on planes served from the cache and mark them recently used."""
+        with self._lock:
+            for key in keys:
+                found = self._planes.get(key)
+                if found is not None:
+                    self._blocks.move_to_end(found[0])
+                    self.hits += 1
+
+    def count_misses(self, n: int) -> None:
+        """Count planes that had to be decoded."""
+        with self._lock:
+            self.misses += n
 
     def seen(self, keys: list[Any]) -> bool:
         """Return whether any of these uncached plane keys was asked for recently."""
@@ -103,27 +131,98 @@ class TileCache:
             while len(self._ghosts) > self.GHOSTS:
                 self._ghosts.popitem(last=False)
 
-    def put(self, key: Any, value: np.ndarray) -> None:
-        """Store a plane (read-only), evicting least recently used planes."""
-        if value.nbytes > self.max_bytes:
+    def put_block(self, block: np.ndarray, planes: list[tuple[Any, np.ndarray]]) -> None:
+        """Store the planes of one decoded block (views of it), evicting LRU blocks.
+
+        Parameters
+        ----------
+        block : numpy.ndarray
+            The buffer the planes live in; it is held (read-only) until evicted.
+        planes : list of (key, numpy.ndarray)
+            Each plane's key and its view of ``block``.
+        """
+        if block.nbytes > self.max_bytes:
             return
-        value = value.copy() if value.base is not None else value
-        value.setflags(write=False)
+        block.setflags(write=False)
         with self._lock:
-            self._ghosts.pop(key, None)
-            old = self._entries.pop(key, None)
-            if old is not None:
-                self.nbytes -= old.nbytes
-            self._entries[key] = value
-            self.nbytes += value.nbytes
-            while self.nbytes > self.max_bytes and self._entries:
-                _, evicted = self._entries.popitem(last=False)
-                self.nbytes -= evicted.nbytes
+            ident = self._next
+            self._next += 1
+            keys = []
+            for key, view in planes:
+                self._ghosts.pop(key, None)
+                self._planes[key] = (ident, view)
+                keys.append(key)
+            self._blocks[ident] = (block, keys)
+            self.nbytes += block.nbytes
+            self._evict()
+
+    def put(self, key: Any, value: np.ndarray) -> None:
+        """Store one plane (copied when it is a view of a larger buffer)."""
+        value = value.copy() if value.base is not None else value
+        self.put_block(value, [(key, value)])
+
+    def take_scratch(self, nbytes: int) -> np.ndarray:
+        """Return a writable byte buffer of at least ``nbytes``: an idle one, else new.
+
+        Parameters
+        ----------
+        nbytes : int
+
+        Returns
+        -------
+        numpy.ndarray
+            ``uint8``; give it back with :meth:`give_scratch`.
+        """
+        with self._lock:
+            fitting = [(buf.nbytes, ident) for ident, buf in self._scratch.items()
+                       if buf.nbytes >= nbytes]
+            if fitting:
+                _, ident = min(fitting)
+                buf = self._scratch.pop(ident)
+                del self._blocks[ident]
+                self.nbytes -= buf.nbytes
+                return buf
+        return np.empty(nbytes, dtype=np.uint8)
+
+    def give_scratch(self, buf: np.ndarray) -> None:
+        """Keep a scratch buffer for the next sparse read, within the capacity.
+
+        Parameters
+        ----------
+        buf : numpy.ndarray
+            A buffer from :meth:`take_scratch`.
+        """
+        with self._lock:
+            if buf.nbytes > self.max_bytes // 4:
+                return
+            while len(self._scratch) >= self.SCRATCH:
+                smallest = min(self._scratch, key=lambda i: self._scratch[i].nbytes)
+                self.nbytes -= self._scratch.pop(smallest).nbytes
+                del self._blocks[smallest]
+            ident = self._next
+            self._next += 1
+            self._scratch[ident] = buf
+            self._blocks[ident] = (buf, [])
+            self.nbytes += buf.nbytes
+            self._evict()
+
+    def _evict(self) -> None:
+        """Drop least recently used blocks until within capacity (lock held)."""
+        while self.nbytes > self.max_bytes and self._blocks:
+            ident, (block, keys) = self._blocks.popitem(last=False)
+            self.nbytes -= block.nbytes
+            self._scratch.pop(ident, None)
+            for key in keys:
+                found = self._planes.get(key)
+                if found is not None and found[0] == ident:
+                    del self._planes[key]
 
     def clear(self) -> None:
         """Drop every entry and zero the counters."""
         with self._lock:
-            self._entries.clear()
+            self._planes.clear()
+            self._blocks.clear()
+            self._scratch.clear()
             self._ghosts.clear()
             self.nbytes = 0
             self.hits = 0
@@ -133,15 +232,13 @@ class TileCache:
         """Change the capacity, evicting as needed."""
         with self._lock:
             self.max_bytes = int(max_bytes)
-            while self.nbytes > self.max_bytes and self._entries:
-                _, evicted = self._entries.popitem(last=False)
-                self.nbytes -= evicted.nbytes
+            self._evict()
 
     def info(self) -> dict[str, int]:
-        """Return size, capacity, entries, hits and misses."""
+        """Return size, capacity, entries (planes), hits and misses."""
         with self._lock:
             return {"bytes": self.nbytes, "max_bytes": self.max_bytes,
-                    "entries": len(self._entries), "hits": self.hits, "misses": self.misses}
+                    "entries": len(self._planes), "hits": self.hits, "misses": self.misses}
 
 
 _cache: TileCache | None = None

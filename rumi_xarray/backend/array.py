@@ -1,7 +1,8 @@
-"""The lazily indexed backend array over a cube: one planned native read per access."""
+"""The lazily indexed backend array over a cube: one planned read per access."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -12,20 +13,119 @@ from rumi_xarray.backend import lazy
 from rumi_xarray.errors import RumiSelectionError
 from rumi_xarray.model.cube import Cube
 from rumi_xarray.model.planning import Call
-from rumi_xarray.model.selection import Selection, selection
+from rumi_xarray.model.selection import Points, Selection, points, selection
+
+
+@dataclass(eq=False)
+class LazyRead:
+    """One access of a :class:`RumiBackendArray`: what it selects and how it finishes.
+
+    Attributes
+    ----------
+    cube : Cube
+    outer : Selection or None
+        Set for OUTER and basic keys (``None`` when empty or pointwise).
+    points : Points or None
+        Set for VECTORIZED keys (``None`` when empty or outer).
+    out_shape : tuple of int
+        Result shape before integer-indexed axes are dropped.
+    drop : tuple of bool
+        Per cube axis ``(time, band, y, x)``: indexed by an integer (OUTER).
+    """
+
+    cube: Cube
+    outer: Selection | None
+    points: Points | None
+    out_shape: tuple[int, ...]
+    drop: tuple[bool, ...]
+
+    def route(self, commit: bool) -> lazy.Route | None:
+        """Return how this access reads now (``None``: it selects nothing).
+
+        Parameters
+        ----------
+        commit : bool
+            Let the tile cache remember this access (``False`` for ``explain()``).
+
+        Returns
+        -------
+        Route or None
+        """
+        if self.outer is not None:
+            return lazy.route_outer(self.cube, self.outer, commit)
+        if self.points is not None:
+            return lazy.route_points(self.cube, self.points, commit)
+        return None
+
+    def run(self, route: lazy.Route | None = None) -> np.ndarray:
+        """Read and return the result.
+
+        Parameters
+        ----------
+        route : Route, optional
+            From :meth:`route` with ``commit=True``; computed when omitted.
+
+        Returns
+        -------
+        numpy.ndarray
+        """
+        if self.points is not None:
+            return lazy.read_points(self.cube, self.points, route)
+        if self.outer is None:
+            return self.finish(np.empty(self.out_shape, dtype=self.cube.grid.dtype))
+        return self.finish(lazy.read_outer(self.cube, self.outer, route))
+
+    def finish_window(self, block: np.ndarray) -> np.ndarray:
+        """Return the result from the block of this (dense OUTER) access's window.
+
+        Parameters
+        ----------
+        block : numpy.ndarray
+            ``(times, bands, height, width)`` of :meth:`Selection.window`.
+
+        Returns
+        -------
+        numpy.ndarray
+        """
+        assert self.outer is not None
+        return self.finish(lazy.orient(self.outer, block))
+
+    def finish(self, data: np.ndarray) -> np.ndarray:
+        """Restore repeated time steps/bands and drop integer-indexed axes.
+
+        Parameters
+        ----------
+        data : numpy.ndarray
+            ``(times, bands, ys, xs)`` as :func:`lazy.read_outer` returns it.
+
+        Returns
+        -------
+        numpy.ndarray
+        """
+        sel = self.outer
+        if sel is not None and sel.t_take is not None:
+            data = np.take(data, sel.t_take, axis=0)
+        if sel is not None and sel.b_take is not None:
+            data = np.take(data, sel.b_take, axis=1)
+        squeeze = tuple(axis for axis in range(4) if self.drop[axis])
+        return data.squeeze(axis=squeeze) if squeeze else data
 
 
 class RumiBackendArray(BackendArray):
     """Lazily indexed view of a cube ``(time, band, y, x)``, or of one of its bands.
 
-    Supports xarray's OUTER indexing: integers, slices with any step and
-    integer arrays on every dimension, negative indices included. Each access
-    is one planned read (:mod:`rumi_xarray.backend.lazy`): a window is one
-    native call straight into the result; scattered rows and columns read
-    only the tile cells they touch. The array holds only picklable
-    descriptions (paths, headers), so it is thread-safe and travels to dask
-    workers: when xarray chunks a variable, every dask chunk is one call to
-    this array.
+    Supports xarray's VECTORIZED indexing directly: OUTER keys (integers,
+    slices with any step and integer arrays on every dimension, negative
+    indices included) and pointwise keys (``isel(y=DataArray, x=DataArray)``,
+    integer arrays broadcast against each other). Each access is one planned
+    read (:mod:`rumi_xarray.backend.lazy`): a window is one native call
+    straight into the result; scattered rows and columns, and points, read
+    only the tile cells that hold a selected pixel, each once. The array
+    holds only picklable descriptions (paths, headers), so it is thread-safe
+    and travels to dask workers: when xarray chunks a variable, every dask
+    chunk is one call to this array. ``async_getitem`` reads off the event
+    loop and lets loads awaited together share native calls
+    (:mod:`rumi_xarray.backend.aio`).
 
     Parameters
     ----------
@@ -34,6 +134,10 @@ class RumiBackendArray(BackendArray):
         Expose only this band (``band_as_variable=True``); ``band`` is then
         not a dimension.
     """
+
+    #: The key kinds ``__getitem__`` takes as they are (xarray never needs to
+    #: decompose a key into a backend read plus numpy indexing).
+    indexing_support = indexing.IndexingSupport.VECTORIZED
 
     def __init__(self, cube: Cube, band: int | None = None) -> None:
         self.cube = cube
@@ -48,12 +152,22 @@ class RumiBackendArray(BackendArray):
         return ("time", "y", "x") if self.band is not None else ("time", "band", "y", "x")
 
     def __getitem__(self, key: indexing.ExplicitIndexer) -> np.ndarray:
-        if isinstance(key, indexing.BasicIndexer | indexing.OuterIndexer):
-            # Our reads take any OUTER key (negative steps included) directly;
-            # xarray's decomposition is only needed for vectorized keys.
-            return self._getitem(key.tuple)
-        return indexing.explicit_indexing_adapter(
-            key, self.shape, indexing.IndexingSupport.OUTER, self._getitem)
+        return self.lazy_read(key).run()
+
+    async def async_getitem(self, key: indexing.ExplicitIndexer) -> np.ndarray:
+        """Read ``self[key]`` off the event loop, batched with loads awaited alongside.
+
+        Parameters
+        ----------
+        key : ExplicitIndexer
+
+        Returns
+        -------
+        numpy.ndarray
+        """
+        from rumi_xarray.backend import aio
+
+        return await aio.submit(self, key)
 
     def full_key(self, key: tuple[Any, ...]) -> tuple[Any, Any, Any, Any]:
         """Return the ``(time, band, y, x)`` key for a key over :attr:`dims`.
@@ -71,26 +185,44 @@ class RumiBackendArray(BackendArray):
             return (key[0], key[1], key[2], key[3])
         return (key[0], self.band, key[1], key[2])
 
-    def selection(self, key: tuple[Any, ...]) -> tuple[Selection | None, list[Any], list[bool]]:
-        """Return what an OUTER key over :attr:`dims` reads (see :func:`selection`).
+    def lazy_read(self, key: indexing.ExplicitIndexer | None) -> LazyRead:
+        """Return what ``self[key]`` selects, without reading.
 
         Parameters
         ----------
-        key : tuple
+        key : ExplicitIndexer or None
+            ``None`` selects the whole array.
 
         Returns
         -------
-        tuple
+        LazyRead
+
+        Raises
+        ------
+        RumiSelectionError
+            A position is out of range or not an integer.
         """
+        if key is None:
+            key = indexing.BasicIndexer((slice(None),) * len(self.shape))
+        full = self.full_key(key.tuple)
         try:
-            return selection(self.cube.shape, self.full_key(key))
+            if isinstance(key, indexing.VectorizedIndexer):
+                pts, shape = points(self.cube.shape, full)
+                return LazyRead(self.cube, None, pts, shape, (False,) * 4)
+            if not isinstance(key, indexing.BasicIndexer | indexing.OuterIndexer):
+                raise TypeError(f"unexpected key type {type(key).__name__}")
+            sel, shape, drop = selection(self.cube.shape, full)
+            return LazyRead(self.cube, sel, None, shape, tuple(drop))
         except IndexError as exc:
             raise RumiSelectionError(
-                f"{self.cube.name}: selection {key!r} is out of range for shape "
+                f"{self.cube.name}: selection {key.tuple!r} is out of range for shape "
                 f"{self.shape} {self.dims}: {exc}") from exc
 
     def planned_calls(self, key: indexing.ExplicitIndexer | None = None) -> list[Call]:
         """Return the native calls ``self[key]`` would make now (``explain()``).
+
+        Reads the tile cache without changing it, so the calls are exactly
+        those the next ``self[key]`` makes.
 
         Parameters
         ----------
@@ -101,25 +233,5 @@ class RumiBackendArray(BackendArray):
         -------
         list of Call
         """
-        if key is None:
-            outer: tuple[Any, ...] = (slice(None),) * len(self.shape)
-        elif isinstance(key, indexing.BasicIndexer | indexing.OuterIndexer):
-            outer = key.tuple
-        else:
-            backend_key, _ = indexing.decompose_indexer(key, self.shape,
-                                                        indexing.IndexingSupport.OUTER)
-            outer = backend_key.tuple
-        sel, _, _ = self.selection(outer)
-        return [] if sel is None else lazy.calls(self.cube, sel)
-
-    def _getitem(self, key: tuple[Any, ...]) -> np.ndarray:
-        sel, takes, drop = self.selection(key)
-        if sel is None:
-            data = np.empty(tuple(len(t) for t in takes), dtype=self.dtype)
-        else:
-            data = lazy.read(self.cube, sel)
-            for axis, take in enumerate(takes):
-                if take is not None:
-                    data = np.take(data, take, axis=axis)
-        squeeze = tuple(axis for axis in range(4) if drop[axis])
-        return data.squeeze(axis=squeeze) if squeeze else data
+        route = self.lazy_read(key).route(commit=False)
+        return [] if route is None else route.calls

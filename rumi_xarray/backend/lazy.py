@@ -1,216 +1,527 @@
-"""Reads of one selection: one native call for a window, tile cells for scattered ones.
+"""Reads of one lazily indexed selection: a window in one call, scattered cells, or the cache.
 
-A selection is sorted, distinct time steps, bands, rows and columns. A window
-(contiguous rows and columns: a chip, a chunk of a dask array, a whole load)
-is read with one planned native call straight into the result, unless every
-plane it needs is already in the tile cache. Scattered selections read only
-the tile cells their rows and columns touch (points do not pull in the tiles
-between them), whole cells at a time, into the bounded tile cache, grouped
-into as few ``read_many`` calls as there are cell sizes; when too large to
-cache they read their bounding window, subsampled in numpy.
+Policy (one :class:`Route` per access, computed from the tile cache's state
+with :meth:`~rumi_xarray.backend.cache.TileCache.peek` and ``seen`` only, so
+``explain()`` predicts it exactly):
+
+- **Window** (contiguous rows and columns: a chip, a dask chunk, a whole
+  load): one planned native call decoding straight into the result, unless
+  every plane it needs is cached or reuse shows (below). A catalog window is
+  one ``read_many`` across scenes, returned without a copy when the scenes'
+  items tile the result.
+- **Scattered** (OUTER rows x columns far apart) and **points** (pointwise
+  pairs): only the tile cells holding a selected pixel, each ``(scene,
+  cell)`` once, as a window inside the cell around its pixels; equal windows
+  batch into ``read_many`` calls of at most :data:`BATCH_BYTES` decoded,
+  each decoded into one reusable scratch buffer and gathered with numpy
+  into the result. Nothing larger than the result plus one batch is
+  allocated, whatever the selection's bounding box.
+- **Cache**: planes found in the tile cache are used as they are. Missing
+  planes go through the cache (whole cells, decoded into a block that
+  becomes the cache entry without a copy) only when reuse is likely -- some
+  were asked for before (ghost keys) -- and the whole cells fit in
+  ``1/CACHE_FRACTION`` of its capacity. A first access only remembers its
+  planes, so chips, dask chunks and whole loads never pay for filling it.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+import contextlib
+import math
+import threading
+from collections import deque
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from rumi_xarray.backend import cache
-from rumi_xarray.model import planning
+from rumi_xarray.model import cells, planning
 from rumi_xarray.model.cube import Cube
-from rumi_xarray.model.selection import Selection
+from rumi_xarray.model.selection import Points, Selection
 from rumi_xarray.native import reads
 
-Key = tuple
+#: Decoded bytes one native call of a scattered read decodes at most (one
+#: cell window may exceed it; it is then read alone).
+BATCH_BYTES = 32 * 2**20
+#: Reads go through the tile cache only when the whole cells they would
+#: store fit in this fraction of its capacity.
+CACHE_FRACTION = 8
+#: Native calls of one read in flight at once on a remote source.
+REMOTE_CALLS = 8
+
+Key = tuple[Any, ...]
 
 
-def _index(values: np.ndarray) -> slice | np.ndarray:
-    """Return a slice for a contiguous run (a view), else the positions."""
-    if values.size and values[-1] - values[0] + 1 == values.size:
-        return slice(int(values[0]), int(values[-1]) + 1)
-    return values
+@dataclass
+class Route:
+    """How one selection is read now.
+
+    Exactly one of two shapes: ``direct`` (a window read straight into the
+    result) or cell targets, each served from cached planes (``hits``), by a
+    whole-cell read into the cache (``fills``) or by a window read into
+    scratch (``reads``). ``fills`` and ``reads`` pair each call with the
+    targets its items serve.
+    """
+
+    direct: planning.Plan | None = None
+    targets: list[cells.GridTarget] | list[cells.PointTarget] = field(default_factory=list)
+    hits: dict[int, dict[tuple[int, int], np.ndarray]] = field(default_factory=dict)
+    hit_keys: list[Key] = field(default_factory=list)
+    fills: list[tuple[planning.Call, list[int]]] = field(default_factory=list)
+    reads: list[tuple[planning.Call, list[int]]] = field(default_factory=list)
+    missing: int = 0
+
+    @property
+    def calls(self) -> list[planning.Call]:
+        """Return the native calls this route makes, in order."""
+        if self.direct is not None:
+            return list(self.direct.calls)
+        return [c for c, _ in self.fills] + [c for c, _ in self.reads]
 
 
-def _by_cell(positions: np.ndarray, tile: int) -> dict[int, tuple[slice | np.ndarray,
-                                                                   slice | np.ndarray]]:
-    """Group positions by tile cell: cell -> (output positions, positions in the cell)."""
-    cells = positions // tile
-    out = {}
-    for cell in np.unique(cells):
-        where = np.nonzero(cells == cell)[0]
-        out[int(cell)] = (_index(where), _index(positions[where] - cell * tile))
+# --- routing ---------------------------------------------------------------------
+
+
+def coalescing(source: Any) -> bool:
+    """Return whether librumi's transport coalesces this source's byte ranges.
+
+    Karu merges the ranges of one call across gaps (fewer requests for
+    HTTP and object stores, at the price of bytes between frames); local
+    files and in-memory images are read frame by frame.
+
+    Parameters
+    ----------
+    source : str, bytes or range source
+
+    Returns
+    -------
+    bool
+    """
+    return isinstance(source, str) and ("://" in source or source.startswith("/vsi"))
+
+
+def _spans(cube: Cube, items: list[cells.Item]) -> list[cells.Span] | None:
+    """Return where each item's frames lie in its file, when the transport coalesces."""
+    if not any(coalescing(cube.scenes[it.scene].source) for it in items):
+        return None
+    out = []
+    for it in items:
+        ranges = reads.plan_ranges(cube.scenes[it.scene], it.times, it.bands, it.row, it.col,
+                                   it.height, it.width)
+        out.append((min(o for o, _ in ranges), max(o + n for o, n in ranges)))
     return out
 
 
-def _cacheable(cube: Cube, sel: Selection, n_cells: int) -> bool:
-    capacity = cache.get_cache().max_bytes
-    g = cube.grid
-    planes = len(sel.times) * len(sel.bands)
-    need = n_cells * planes * g.tile_height * g.tile_width * g.dtype.itemsize
-    return capacity > 0 and need <= capacity // 4
+def _batches(cube: Cube, items: list[cells.Item]) -> list[tuple[planning.Call, list[int]]]:
+    return cells.batches(items, cube.grid.dtype.itemsize, BATCH_BYTES, _spans(cube, items))
 
 
-def _route(cube: Cube, sel: Selection, commit: bool
-           ) -> tuple[dict, dict, planning.Plan | None, tuple | None]:
-    """Decide how a selection is read: its direct plan, or tile cells through the cache.
 
-    Returns ``(rows, cols, plan, cached)``: exactly one of ``plan`` (one
-    planned read of the bounding window, normally one native call) and
-    ``cached`` (the :func:`_lookup` result) is set. Cells serve a selection
-    when all its planes are cached, when it is scattered (points read only
-    their own tiles) or when reuse is likely: a window's planes were asked for
-    before. A first window is read directly and only remembered, so chips and
-    dask chunks never pay for filling the cache. ``commit`` False changes
-    nothing (``explain()``).
+def direct_plan(cube: Cube, request: planning.Request) -> planning.Plan:
+    """Plan a window read straight into the result.
+
+    One scene: one call with the time steps and bands in the request's own
+    order (librumi decodes them in that order), so the result needs no
+    reordering. Several scenes: :func:`planning.plan` (one ``read_many``
+    per group of equal selections).
+
+    Parameters
+    ----------
+    cube : Cube
+    request : planning.Request
+
+    Returns
+    -------
+    planning.Plan
     """
+    segments = cube.segments(np.asarray(request.times, dtype=np.int64))
+    if len(segments) == 1:
+        scene, local, _ = segments[0]
+        call = planning.Call(scenes=(scene,), rows=(request.row,), cols=(request.col,),
+                             times=tuple(local), bands=tuple(request.bands),
+                             height=request.height, width=request.width)
+        n_t, n_b = len(local), len(request.bands)
+        part = planning.Part(call=0, item=0, t_out=tuple(range(n_t)), t_src=tuple(range(n_t)),
+                             b_out=tuple(range(n_b)), b_src=tuple(range(n_b)))
+        return planning.Plan(calls=(call,), parts=((part,),))
+    return planning.plan(cube, [request])
+
+
+def _cell_bytes(cube: Cube, sel: Selection) -> int:
+    """Return the decoded bytes of the whole cells a window touches (cheap: no targets)."""
     g = cube.grid
-    rows, cols = _by_cell(sel.ys, g.tile_height), _by_cell(sel.xs, g.tile_width)
-    store = cache.get_cache()
-    if not _cacheable(cube, sel, len(rows) * len(cols)):
-        return rows, cols, planning.plan(cube, [sel.bounding()]), None
-    found = _lookup(cube, sel, rows, cols, count=commit)
-    missing_keys = found[3]
-    if not missing_keys or not sel.dense or store.seen(missing_keys):
-        return rows, cols, None, found
-    if commit:
-        store.remember(missing_keys)
-    return rows, cols, planning.plan(cube, [sel.bounding()]), None
+    y, x = sel.y_run, sel.x_run
+    assert y is not None and x is not None
+    down = (y[0] + y[1] - 1) // g.tile_height - y[0] // g.tile_height + 1
+    across = (x[0] + x[1] - 1) // g.tile_width - x[0] // g.tile_width + 1
+    per_cell = 0
+    for _, local, _ in cube.segments(np.asarray(sel.times, dtype=np.int64)):
+        n_t = len(set(local)) if "t" in g.index_order else g.time_count
+        n_b = len(sel.bands) if "b" in g.index_order else g.bands
+        per_cell += n_t * n_b
+    return down * across * per_cell * g.tile_height * g.tile_width * g.dtype.itemsize
 
 
-def read(cube: Cube, sel: Selection) -> np.ndarray:
-    """Read a selection.
+def route_outer(cube: Cube, sel: Selection, commit: bool) -> Route:
+    """Decide how an OUTER selection is read (see the module docstring).
 
     Parameters
     ----------
     cube : Cube
     sel : Selection
+    commit : bool
+        Remember first accesses (ghost keys). False changes nothing
+        (``explain()``).
+
+    Returns
+    -------
+    Route
+    """
+    store = cache.get_cache()
+    if sel.dense:
+        request = sel.window()
+        # Decide from sizes alone first: a large window (a dask chunk, a whole
+        # load) never builds per-cell targets.
+        if store.max_bytes == 0 or _cell_bytes(cube, sel) > store.max_bytes // CACHE_FRACTION:
+            return Route(direct=direct_plan(cube, request))
+        return _route_targets(cube, cells.grid_targets(cube, sel), request, commit)
+    return _route_targets(cube, cells.grid_targets(cube, sel), None, commit)
+
+
+def route_points(cube: Cube, pts: Points, commit: bool) -> Route:
+    """Decide how a pointwise selection is read (see :func:`route_outer`).
+
+    Parameters
+    ----------
+    cube : Cube
+    pts : Points
+    commit : bool
+
+    Returns
+    -------
+    Route
+    """
+    return _route_targets(cube, cells.point_targets(cube, pts), None, commit)
+
+
+def _route_targets(cube: Cube, targets: Any, window: planning.Request | None,
+                   commit: bool) -> Route:
+    g = cube.grid
+    itemsize = g.dtype.itemsize
+    store = cache.get_cache()
+    wholes = [cells.whole_cell(g, t.item) for t in targets]
+    limit = store.max_bytes // CACHE_FRACTION
+    if store.max_bytes == 0 or sum(w.nbytes(itemsize) for w in wholes) > limit:
+        return _uncached(cube, targets, window, list(range(len(targets))))
+    idents: dict[int, tuple[Any, ...]] = {}
+    route = Route(targets=targets)
+    missing: list[int] = []
+    missing_keys: list[Key] = []
+    for i, target in enumerate(targets):
+        it = target.item
+        if it.scene not in idents:
+            idents[it.scene] = cache.identity(cube.scenes[it.scene])
+        ident = idents[it.scene]
+        planes: dict[tuple[int, int], np.ndarray] = {}
+        absent: list[Key] = []
+        keys: list[Key] = []
+        for t in it.times:
+            for b in it.bands:
+                key = (ident, t, b, it.cell_row, it.cell_col)
+                keys.append(key)
+                plane = store.peek(key)
+                if plane is None:
+                    absent.append(key)
+                else:
+                    planes[(t, b)] = plane
+        if absent:
+            missing.append(i)
+            missing_keys += absent
+        else:
+            route.hits[i] = planes
+            route.hit_keys += keys
+    if not missing:
+        return route
+    if store.seen(missing_keys):
+        # Reuse shows: read the missing targets' whole cells into the cache.
+        route.fills = [(call, [missing[k] for k in members]) for call, members in
+                       _batches(cube, [wholes[i] for i in missing])]
+        route.missing = len(missing_keys)
+        return route
+    if commit:
+        store.remember(missing_keys)
+    if window is not None:
+        return Route(direct=direct_plan(cube, window))
+    uncached = _uncached(cube, targets, None, missing)
+    route.reads, route.missing = uncached.reads, len(missing_keys)
+    return route
+
+
+def _uncached(cube: Cube, targets: Any, window: planning.Request | None,
+              which: list[int]) -> Route:
+    """Read without the cache: the window directly, else cell windows into scratch."""
+    if window is not None:
+        return Route(direct=direct_plan(cube, window))
+    items = [targets[i].item for i in which]
+    return Route(targets=targets, reads=[(call, [which[k] for k in members])
+                                         for call, members in _batches(cube, items)])
+
+
+# --- execution -------------------------------------------------------------------
+
+
+def run_direct(cube: Cube, plan: planning.Plan, request: planning.Request) -> np.ndarray:
+    """Run a direct plan and return the request's ``(time, band, y, x)`` block.
+
+    Parameters
+    ----------
+    cube : Cube
+    plan : planning.Plan
+        From :func:`direct_plan` (or :func:`planning.plan` with this request
+        first).
+    request : planning.Request
 
     Returns
     -------
     numpy.ndarray
-        ``(times, bands, ys, xs)`` in the selection's (sorted) order.
+    """
+    results = [reads.run(cube, call) for call in plan.calls]
+    return assemble(request, plan.parts[0], plan.calls, results, cube.grid.dtype)
+
+
+def assemble(request: planning.Request, parts: tuple[planning.Part, ...],
+             calls: tuple[planning.Call, ...], results: list[np.ndarray],
+             dtype: np.dtype) -> np.ndarray:
+    """Return a request's block from call results, without a copy whenever possible.
+
+    Besides :func:`planning.assemble`'s views (one part), a catalog window
+    read by one ``read_many`` whose items are the scenes in the result's
+    time order is that call's buffer, reshaped.
+
+    Parameters
+    ----------
+    request : planning.Request
+    parts : tuple of planning.Part
+    calls : tuple of planning.Call
+    results : list of numpy.ndarray
+    dtype : numpy.dtype
+
+    Returns
+    -------
+    numpy.ndarray
+    """
+    if len(parts) > 1 and len({p.call for p in parts}) == 1:
+        call = calls[parts[0].call]
+        n_t, n_b = len(call.times), len(request.bands)
+        ordered = sorted(parts, key=lambda p: p.t_out[0] if p.t_out else -1)
+        whole_t, whole_b = tuple(range(n_t)), tuple(range(n_b))
+        if (len(ordered) == len(call.scenes) and len(request.times) == n_t * len(ordered)
+                and call.bands == tuple(request.bands)
+                and all(p.item == k and p.t_src == whole_t and p.b_src == whole_b
+                        and p.b_out == whole_b
+                        and p.t_out == tuple(range(k * n_t, (k + 1) * n_t))
+                        for k, p in enumerate(ordered))):
+            block = results[parts[0].call]
+            return block.reshape((len(request.times), n_b, request.height, request.width))
+    return planning.assemble(request, parts, results, dtype)
+
+
+def execute_cells(cube: Cube, route: Route, out: np.ndarray) -> None:
+    """Fill ``out`` from the route's cached planes, cache fills and scratch reads.
+
+    Parameters
+    ----------
+    cube : Cube
+    route : Route
+        A route without ``direct``.
+    out : numpy.ndarray
+        The result the targets write into.
     """
     g = cube.grid
-    rows, cols, direct, cached = _route(cube, sel, commit=True)
-    if direct is not None:
-        request = sel.bounding()
-        if len(direct.calls) == 1 and len(direct.calls[0].scenes) == 1:
-            # One scene, one call: decode straight into the result, no copy.
-            call = direct.calls[0]
-            part = direct.parts[0][0]
-            if part.t_src == tuple(range(len(call.times))) and part.b_src == tuple(
-                    range(len(call.bands))):
-                block = reads.run(cube, call)[0]
-                return _subsample(block, sel, request)
-        block = planning.assemble(request, direct.parts[0],
-                                  [reads.run(cube, c) for c in direct.calls], g.dtype)
-        return _subsample(block, sel, request)
-    assert cached is not None
-    places, have, missing, _ = cached
-    for call, items in _cell_calls(cube, missing):
-        have.update(_store(cube, call, items, reads.run(cube, call)))
-    out = np.empty((len(sel.times), len(sel.bands), sel.ys.size, sel.xs.size), dtype=g.dtype)
-    for key, to, bo, cr, cc in places:
-        (ry, iy), (rx, ix) = rows[cr], cols[cc]
-        plane = have[key]
-        if isinstance(iy, slice) and isinstance(ix, slice):
-            out[to, bo, ry, rx] = plane[iy, ix]
-        else:
-            out[to, bo][np.ix_(np.arange(sel.ys.size)[ry], np.arange(sel.xs.size)[rx])] = \
-                plane[np.ix_(np.arange(plane.shape[0])[iy], np.arange(plane.shape[1])[ix])]
-    return out
+    store = cache.get_cache()
+    targets = route.targets
+    if route.hit_keys:
+        store.touch(route.hit_keys)
+    if route.missing:
+        store.count_misses(route.missing)
+    for i, planes in route.hits.items():
+        target = targets[i]
+        for (t, b), plane in planes.items():
+            target.put(out, t, b, plane, 0, 0)
+    idents: dict[int, tuple[Any, ...]] = {}
+    remote = any(coalescing(scene.source) for scene in cube.scenes)
+    for (call, members), block in _decoded(cube, route.fills, remote, scratch=False):
+        entries = []
+        for k, i in enumerate(members):
+            target = targets[i]
+            it = target.item
+            if it.scene not in idents:
+                idents[it.scene] = cache.identity(cube.scenes[it.scene])
+            for ti, t in enumerate(call.times):
+                for bi, b in enumerate(call.bands):
+                    plane = block[k, ti, bi]
+                    entries.append(((idents[it.scene], t, b, it.cell_row, it.cell_col), plane))
+                    target.put(out, t, b, plane, 0, 0)
+        store.put_block(block, entries)
+    for (call, members), block in _decoded(cube, route.reads, remote, scratch=True):
+        for k, i in enumerate(members):
+            target = targets[i]
+            it = target.item
+            r0, c0, _, _ = cells.cell_extent(g, it.cell_row, it.cell_col)
+            for ti, t in enumerate(call.times):
+                for bi, b in enumerate(call.bands):
+                    target.put(out, t, b, block[k, ti, bi], it.row - r0, it.col - c0)
 
 
-def _subsample(block: np.ndarray, sel: Selection, request: planning.Request) -> np.ndarray:
-    if sel.dense:
-        return block
-    return block[:, :, _index(sel.ys - request.row)][..., _index(sel.xs - request.col)]
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
 
 
-def calls(cube: Cube, sel: Selection) -> list[planning.Call]:
-    """Return the native calls :func:`read` would make now (the cache as it is).
+def _executor() -> ThreadPoolExecutor:
+    global _pool
+    if _pool is None:
+        with _pool_lock:
+            if _pool is None:
+                _pool = ThreadPoolExecutor(REMOTE_CALLS, thread_name_prefix="rumi-remote-read")
+    return _pool
+
+
+def _decoded(cube: Cube, jobs: list[tuple[planning.Call, list[int]]], remote: bool,
+             scratch: bool) -> Iterator[tuple[tuple[planning.Call, list[int]], np.ndarray]]:
+    """Run calls and yield each job with its decoded block, in order.
+
+    ``scratch``: decode into reusable scratch buffers, valid until the next
+    item is taken (else each block is a new array the caller keeps). Calls on
+    a remote source run up to :data:`REMOTE_CALLS` at a time, holding at most
+    two batches' worth of decoded bytes beyond the one being consumed, so
+    request latency overlaps; local calls run one after another (librumi's
+    thread pool already decodes each call's frames in parallel).
+    """
+    store = cache.get_cache()
+    g = cube.grid
+
+    def start(call: planning.Call) -> tuple[np.ndarray | None, np.ndarray]:
+        shape = (len(call.scenes), len(call.times), len(call.bands), call.height, call.width)
+        if not scratch:
+            return None, reads.run(cube, call)
+        nbytes = math.prod(shape) * g.dtype.itemsize
+        buf = store.take_scratch(nbytes)
+        try:
+            return buf, reads.run(cube, call, out=buf[:nbytes].view(g.dtype).reshape(shape))
+        except BaseException:
+            store.give_scratch(buf)
+            raise
+
+    def release(buf: np.ndarray | None) -> None:
+        if buf is not None:
+            store.give_scratch(buf)
+
+    if not remote or len(jobs) < 2:
+        for job in jobs:
+            buf, block = start(job[0])
+            try:
+                yield job, block
+            finally:
+                release(buf)
+        return
+    pool = _executor()
+    pending: deque[tuple[tuple[planning.Call, list[int]], Future[Any], int]] = deque()
+    queue = deque(jobs)
+    in_flight = 0
+    try:
+        while queue or pending:
+            while queue and len(pending) < REMOTE_CALLS and (
+                    not pending or in_flight + _nbytes(queue[0][0], g) <= 2 * BATCH_BYTES):
+                job = queue.popleft()
+                size = _nbytes(job[0], g)
+                pending.append((job, pool.submit(start, job[0]), size))
+                in_flight += size
+            job, future, size = pending.popleft()
+            in_flight -= size
+            buf, block = future.result()
+            try:
+                yield job, block
+            finally:
+                release(buf)
+    finally:
+        for _, future, _ in pending:  # stopped early: let the calls in flight finish
+            with contextlib.suppress(Exception):  # the first failure is the one raised
+                release(future.result()[0])
+
+
+def _nbytes(call: planning.Call, grid: Any) -> int:
+    return len(call.scenes) * call.samples_per_item * grid.dtype.itemsize
+
+
+def orient(sel: Selection, block: np.ndarray) -> np.ndarray:
+    """Return a dense selection's window block in the key's row/column order (a view).
+
+    Parameters
+    ----------
+    sel : Selection
+        A dense selection.
+    block : numpy.ndarray
+        ``(times, bands, height, width)`` of ``sel.window()``.
+
+    Returns
+    -------
+    numpy.ndarray
+    """
+    y, x = sel.y_run, sel.x_run
+    assert y is not None and x is not None
+    if y[2]:
+        block = block[:, :, ::-1]
+    if x[2]:
+        block = block[:, :, :, ::-1]
+    return block
+
+
+def read_outer(cube: Cube, sel: Selection, route: Route | None = None) -> np.ndarray:
+    """Read an OUTER selection.
 
     Parameters
     ----------
     cube : Cube
     sel : Selection
+    route : Route, optional
+        From :func:`route_outer` with ``commit=True``; computed when omitted.
 
     Returns
     -------
-    list of planning.Call
+    numpy.ndarray
+        ``(times, bands, ys, xs)``: distinct time steps and bands in the
+        key's order (repeats are restored by the caller), rows and columns
+        as the key gives them.
     """
-    _, _, direct, cached = _route(cube, sel, commit=False)
-    if direct is not None:
-        return list(direct.calls)
-    assert cached is not None
-    return [call for call, _ in _cell_calls(cube, cached[2])]
-
-
-def _lookup(cube: Cube, sel: Selection, rows: dict, cols: dict, count: bool = True
-            ) -> tuple[list[tuple[Key, int, int, int, int]], dict[Key, np.ndarray],
-                       dict[tuple[int, int, int], set[tuple[int, int]]], list[Key]]:
-    """Find each needed plane in the cache; collect the missing ones per cell."""
-    places = []
-    have: dict[Key, np.ndarray] = {}
-    missing: dict[tuple[int, int, int], set[tuple[int, int]]] = defaultdict(set)
-    missing_keys: list[Key] = []
-    store = cache.get_cache()
-    for scene, local, t_out in cube.segments(np.asarray(sel.times, dtype=np.int64)):
-        ident = cache.identity(cube.scenes[scene])
-        for cr in rows:
-            for cc in cols:
-                for lt, to in zip(local, t_out, strict=True):
-                    for bo, b in enumerate(sel.bands):
-                        key = (ident, lt, b, cr, cc)
-                        places.append((key, to, bo, cr, cc))
-                        if key in have:
-                            continue
-                        plane = store.get(key) if count else store.peek(key)
-                        if plane is None:
-                            if (lt, b) not in missing[(scene, cr, cc)]:
-                                missing_keys.append(key)
-                            missing[(scene, cr, cc)].add((lt, b))
-                        else:
-                            have[key] = plane
-    return places, have, missing, missing_keys
-
-
-def _cell_calls(cube: Cube, missing: dict[tuple[int, int, int], set[tuple[int, int]]]
-                ) -> list[tuple[planning.Call, list[tuple[int, int, int]]]]:
-    """Group whole-cell reads of the missing planes into few native calls."""
-    g = cube.grid
-    th, tw = g.tile_height, g.tile_width
-    whole_cell = not g.index_order  # a frame holds every step and band: read them all
-    groups: dict[tuple, list[tuple[int, int, int]]] = defaultdict(list)
-    for (scene, cr, cc), planes in sorted(missing.items()):
-        if whole_cell:
-            times, bands = tuple(range(g.time_count)), tuple(range(g.bands))
-        else:
-            times = tuple(sorted({t for t, _ in planes}))
-            bands = tuple(sorted({b for _, b in planes}))
-        h, w = min(th, g.height - cr * th), min(tw, g.width - cc * tw)
-        groups[(times, bands, h, w)].append((scene, cr, cc))
-    out = []
-    for (times, bands, h, w), items in groups.items():
-        out.append((planning.Call(scenes=tuple(s for s, _, _ in items),
-                               rows=tuple(r * th for _, r, _ in items),
-                               cols=tuple(c * tw for _, _, c in items),
-                               times=times, bands=bands, height=h, width=w), items))
+    if route is None:
+        route = route_outer(cube, sel, commit=True)
+    if route.direct is not None:
+        return orient(sel, run_direct(cube, route.direct, sel.window()))
+    out = np.empty(sel.shape, dtype=cube.grid.dtype)
+    execute_cells(cube, route, out)
     return out
 
 
-def _store(cube: Cube, call: planning.Call, items: list[tuple[int, int, int]],
-           result: np.ndarray) -> dict[Key, np.ndarray]:
-    """Put every plane of a whole-cell read into the cache and return them."""
-    fetched = {}
-    store = cache.get_cache()
-    for k, (scene, cr, cc) in enumerate(items):
-        ident = cache.identity(cube.scenes[scene])
-        for ti, t in enumerate(call.times):
-            for bi, b in enumerate(call.bands):
-                key = (ident, t, b, cr, cc)
-                plane = np.ascontiguousarray(result[k, ti, bi])
-                fetched[key] = plane
-                store.put(key, plane)
-    return fetched
+def read_points(cube: Cube, pts: Points, route: Route | None = None) -> np.ndarray:
+    """Read a pointwise selection.
+
+    Parameters
+    ----------
+    cube : Cube
+    pts : Points
+    route : Route, optional
+        From :func:`route_points` with ``commit=True``; computed when omitted.
+
+    Returns
+    -------
+    numpy.ndarray
+        Shaped ``pts.out_shape``.
+    """
+    if route is None:
+        route = route_points(cube, pts, commit=True)
+    out = np.empty(pts.gathered_shape, dtype=cube.grid.dtype)
+    execute_cells(cube, route, out)
+    return pts.arrange(out)

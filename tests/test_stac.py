@@ -562,3 +562,25 @@ def test_cli_writes_geojson_and_geoparquet(scenes, tmp_path, capsys):
     xr.testing.assert_identical(computed(a), computed(c))
     assert main(["stac", files[0], str(tmp_path / "items.txt")]) == 2
     assert "must end in .json or .parquet" in capsys.readouterr().err
+
+
+def test_pixel_is_point_files(tmp_path):
+    """proj:transform is corner based (as GDAL's); the file's centre origin round trips."""
+    data = np.arange(2 * 1 * 30 * 40, dtype=np.uint8).reshape(2, 1, 30, 40)
+    stored = (10.0, 0.0, 500005.0, 0.0, -10.0, 4000005.0)  # centre of pixel (0, 0)
+    path = tmp_path / "point.rumi"
+    write_array(path, data, bands=["v"], time=["2024-01-01", "2024-01-02"], transform=stored,
+                crs=32633, pixel_is_point=True, tile_size=16, progress=False)
+    (item,) = rx.to_stac([path])
+    fields = item.assets["data"].extra_fields
+    assert fields["proj:transform"] == [10.0, 0.0, 500000.0, 0.0, -10.0, 4000010.0]
+    assert fields["rumi:pixel_is_point"] is True
+    (source,) = parse_items([item])
+    assert source.stored_transform == stored
+    assert list(catalog_table([source])["transform"][0]) == list(rx.catalog([path])[
+        "transform"][0])
+    ds = rx.open_stac([item])
+    cube = rx.open_catalog(rx.catalog([path]))
+    np.testing.assert_array_equal(ds.x.values, cube.x.values)
+    np.testing.assert_array_equal(ds.y.values, cube.y.values)
+    np.testing.assert_array_equal(ds.v.values, data[:, 0])

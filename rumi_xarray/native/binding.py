@@ -25,7 +25,7 @@ import os
 import threading
 from collections.abc import Sequence
 from importlib import metadata
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import rumi
@@ -192,8 +192,12 @@ def read_into(dst: np.ndarray, items: Sequence[tuple[Any, bytes, int, int]],
     keep = []
     t_ptr, t_n = _ints(times)
     b_ptr, b_n = _ints(bands)
-    # ndarray.data is the array's own buffer as a memoryview (no copy).
-    target = _ffi.from_buffer(dst.data)
+    # The array itself, not a memoryview of it (dst.data): after a failed read (a file
+    # rewritten since it was opened, tests/test_fidelity.py) the traceback's reference
+    # cycle held such a memoryview and cffi's buffer on it, and the garbage collector
+    # crashed the interpreter collecting them. The cast is for numpy's stubs, which
+    # declare the buffer protocol only for Python >= 3.12.
+    target = _ffi.from_buffer(cast(Any, dst))
     if len(items) == 1:
         source, header, row, col = items[0]
         handle, buf = _source(lib, source)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -79,7 +79,9 @@ class RangeSource:
                               f"got {len(data)}")
             image[offset:offset + length] = np.frombuffer(data, dtype=np.uint8)
         _count(sum(length for _, length in merged))
-        return image.data
+        # The cast is for numpy's stubs: ndarray has the buffer protocol (declared to type
+        # checkers only for Python >= 3.12).
+        return memoryview(cast(Any, image))
 
     def metadata_images(self) -> Iterator[memoryview]:
         """Yield sparse images holding ever larger heads and tails of the file.

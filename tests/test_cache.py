@@ -133,3 +133,37 @@ def test_explain_predicts_lazy_reads(scene):
         s = rx.stats()
         assert (plan.calls, plan.items, plan.frames, plan.decoded_bytes) == (
             s["calls"], s["items"], s["frames"], s["bytes"]), sel
+
+
+def test_blocks_are_cached_without_copies_and_evicted_whole():
+    store = cache.TileCache(3 * 4096)
+    blocks = [np.full((2, 32, 32), i, dtype=np.uint16) for i in range(3)]  # 4096 B each
+    for i, block in enumerate(blocks):
+        store.put_block(block, [((i, 0), block[0]), ((i, 1), block[1])])
+    view = store.get((0, 1))
+    assert view is not None and np.shares_memory(view, blocks[0])  # no copy
+    assert not view.flags.writeable
+    assert store.info()["bytes"] == 3 * 4096
+    store.put_block(np.zeros((2, 32, 32), np.uint16), [(("new", 0), np.zeros((32, 32)))])
+    # block 1 was least recently used (block 0 was read): it went, both its planes
+    assert store.peek((1, 0)) is None and store.peek((1, 1)) is None
+    assert store.peek((0, 0)) is not None and store.info()["bytes"] == 3 * 4096
+
+
+def test_idle_scratch_counts_against_the_capacity():
+    store = cache.TileCache(16 * 4096)
+    a = store.take_scratch(4096)
+    b = store.take_scratch(2 * 4096)
+    assert a.nbytes >= 4096 and b.nbytes >= 2 * 4096 and not np.shares_memory(a, b)
+    store.give_scratch(a)
+    store.give_scratch(b)
+    assert store.info()["bytes"] == a.nbytes + b.nbytes
+    again = store.take_scratch(3000)  # the smallest idle buffer that fits is reused
+    assert again is a and store.info()["bytes"] == b.nbytes
+    store.give_scratch(again)
+    store.give_scratch(store.take_scratch(4096 * 4))  # a third idle buffer drops the smallest
+    assert store.info()["bytes"] <= 16 * 4096
+    store.give_scratch(np.empty(8 * 4096, np.uint8))  # larger than a quarter: not kept
+    assert store.info()["bytes"] <= 16 * 4096
+    store.clear()
+    assert store.info()["bytes"] == 0

@@ -149,6 +149,7 @@ class TileCache:
             self._next += 1
             keys = []
             for key, view in planes:
+                view.setflags(write=False)  # views made before the block turned read-only
                 self._ghosts.pop(key, None)
                 self._planes[key] = (ident, view)
                 keys.append(key)

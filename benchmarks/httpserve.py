@@ -108,6 +108,9 @@ def _serve(root: str, latency_ms: float = 0.0) -> None:
     # hits every small ranged request (librumi's per-chunk reads: 10 ms -> 40 ms
     # each) and would turn request latency into a measurement of the kernel.
     servers._RangeHandler.disable_nagle_algorithm = True
+    # A client that drops a pooled keep-alive connection is normal, not an error worth a
+    # traceback on the benchmark's terminal (socketserver prints one per reset).
+    servers._OwnedHTTPServer.handle_error = lambda self, request, client_address: None
     server = servers.RangeHTTPServer(root, delay=latency_ms / 1000).start()
     try:
         for line in sys.stdin:

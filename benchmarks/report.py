@@ -28,6 +28,18 @@ LATENCY_TIME_BAR = 1.5
 REQUEST_FACTOR, REQUEST_SLACK = 2, 4
 
 
+def _reference(idx: dict[tuple[str, str, str], dict[str, Any]], where: str, workload: str,
+               key: str) -> str:
+    """Return the engine reader a dask path is held to.
+
+    The catalog of single-date files is held to one ``rumi.read_many`` of those files
+    (when measured): no read of many files can make fewer requests than one per file.
+    """
+    if key == "rx-catalog" and (where, workload, "engine-scenes") in idx:
+        return "engine-scenes"
+    return "engine"
+
+
 def wheres(results: list[dict[str, Any]]) -> list[str]:
     """Return the locations measured (``local``, ``http``, ``http+20ms``...), in run order."""
     return list(dict.fromkeys(r["where"] for r in results))
@@ -41,6 +53,12 @@ def _median(row: dict[str, Any] | None) -> float:
     if row is None or not row.get("ok") or "median" not in row:
         return math.nan
     return float(row["median"])
+
+
+def _min(row: dict[str, Any] | None) -> float:
+    if row is None or not row.get("ok") or "min" not in row:
+        return math.nan
+    return float(row["min"])
 
 
 def _ratio(num: float, den: float) -> float:
@@ -91,7 +109,7 @@ def text_tables(results: list[dict[str, Any]]) -> str:
 
 def _calls(row: dict[str, Any]) -> str:
     calls = row.get("native_calls") or []
-    if row["reader"] in ("engine", "naive", "zarr", "geotiff") or not calls:
+    if row["reader"] in ("engine", "engine-scenes", "naive", "zarr", "geotiff") or not calls:
         return "-"
     return str(int(sorted(calls)[len(calls) // 2]))
 
@@ -101,40 +119,45 @@ def bar_verdicts(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
     Issue 11: W1 through every dask path >= 0.9x the engine's throughput
     (locally); over a latency server, W1 and W2 through every dask path <= 1.5x
-    the engine's time and <= 2x its requests + 4. Issue 7: the default dask
-    path (and the best rumi_xarray path) faster than Zarr and GeoTIFF, with
-    fewer requests over HTTP.
+    the engine's time and <= 2x its requests + 4. Judged on medians; the ratio
+    of the minimums is given beside it (less sensitive to other processes).
+    Issue 7: the default dask path (and the best rumi_xarray path) faster than
+    Zarr and GeoTIFF, with fewer requests over HTTP.
     """
     idx = _index(results)
     out: list[dict[str, Any]] = []
-    eng = _median(idx.get(("local", "full", "engine")))
     for key in DASK_PATHS:
+        ref = _reference(idx, "local", "full", key)
+        eng = _median(idx.get(("local", "full", ref)))
+        eng_min = _min(idx.get(("local", "full", ref)))
         m = _median(idx.get(("local", "full", key)))
         if not math.isnan(eng) and not math.isnan(m):
-            out.append({"criterion": f"local W1 {key} >= {ENGINE_BAR:.1f}x engine throughput",
-                        "value": round(eng / m, 3), "met": eng / m >= ENGINE_BAR})
+            out.append({"criterion": f"local W1 {key} >= {ENGINE_BAR:.1f}x {ref} throughput",
+                        "value": round(eng / m, 3), "met": eng / m >= ENGINE_BAR,
+                        "of_minimums": round(_ratio(eng_min, _min(idx.get(
+                            ("local", "full", key)))), 3)})
     for where in wheres(results):
         if not where.startswith("http+"):
             continue
         for w in ("full", "mean"):
-            e_row = idx.get((where, w, "engine"))
-            e = _median(e_row)
-            if math.isnan(e):
-                continue
-            e_req = e_row.get("requests_median") if e_row else None
             for key in DASK_PATHS:
+                ref = _reference(idx, where, w, key)
+                e_row = idx.get((where, w, ref))
+                e = _median(e_row)
+                e_req = e_row.get("requests_median") if e_row else None
                 row = idx.get((where, w, key))
                 m = _median(row)
-                if math.isnan(m):
+                if math.isnan(m) or math.isnan(e):
                     continue
                 out.append({"criterion": f"{where} {TITLES[w]} {key} <= "
-                                         f"{LATENCY_TIME_BAR}x engine time",
-                            "value": round(m / e, 3), "met": m / e <= LATENCY_TIME_BAR})
+                                         f"{LATENCY_TIME_BAR}x {ref} time",
+                            "value": round(m / e, 3), "met": m / e <= LATENCY_TIME_BAR,
+                            "of_minimums": round(_ratio(_min(row), _min(e_row)), 3)})
                 req = row.get("requests_median") if row else None
                 if req is not None and e_req is not None:
                     limit = REQUEST_FACTOR * e_req + REQUEST_SLACK
                     out.append({"criterion": f"{where} {TITLES[w]} {key} requests <= "
-                                             f"{REQUEST_FACTOR}x engine + {REQUEST_SLACK} "
+                                             f"{REQUEST_FACTOR}x {ref} + {REQUEST_SLACK} "
                                              f"({req} vs {e_req})",
                                 "value": req, "met": req <= limit})
     for where in wheres(results):
@@ -174,7 +197,8 @@ def format_verdicts(verdicts: list[dict[str, Any]]) -> str:
     lines = ["Performance bars (issues 11 and 7):"]
     for v in verdicts:
         mark = "MET " if v["met"] else "MISS"
-        lines.append(f"  [{mark}] {v['criterion']}: {v['value']}")
+        extra = f" (ratio of minimums {v['of_minimums']})" if "of_minimums" in v else ""
+        lines.append(f"  [{mark}] {v['criterion']}: {v['value']}{extra}")
     missed = sum(not v["met"] for v in verdicts)
     lines.append(f"  {len(verdicts) - missed} met, {missed} missed")
     return "\n".join(lines)
@@ -225,7 +249,7 @@ def markdown(results: list[dict[str, Any]], meta: dict[str, Any],
                     cells.append("—" if row is None else "error")
                     continue
                 cell = f"{m:.3f}"
-                if key not in PEERS and key != "engine":
+                if key not in PEERS and not key.startswith("engine"):
                     z = _ratio(_median(idx.get((where, w, "zarr"))), m)
                     t = _ratio(_median(idx.get((where, w, "geotiff"))), m)
                     cell += f" ({_fmt(z)} / {_fmt(t)})"
@@ -237,6 +261,7 @@ def markdown(results: list[dict[str, Any]], meta: dict[str, Any],
     out.append("**Bar**")
     out.append("")
     for v in verdicts:
-        out.append(f"- {'✅' if v['met'] else '❌'} {v['criterion']}: {v['value']}")
+        extra = f" (ratio of minimums {v['of_minimums']})" if "of_minimums" in v else ""
+        out.append(f"- {'✅' if v['met'] else '❌'} {v['criterion']}: {v['value']}{extra}")
     out.append("")
     return "\n".join(out)

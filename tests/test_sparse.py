@@ -116,6 +116,20 @@ def test_points_over_http_fetch_no_more_than_per_point_reads(http_server, remote
     assert 0 < lazy_bytes <= 1.5 * per_point
     # ... and far less than the file: only the touched cells' frames travel
     assert lazy_bytes < (remote_dir / "points.rumi").stat().st_size / 2
+    # again twice: reuse shows (whole cells fill the cache), then all from the cache;
+    # explain() predicts the calls made over HTTP (batched by file locality) each time
+    for _ in range(2):
+        part = pointwise(var, ys, xs)
+        plan = part.rumi.explain()
+        rx.stats(reset=True)
+        http_server.reset()
+        np.testing.assert_array_equal(part.transpose("time", "band", "p").values,
+                                      data[:, :, ys, xs])
+        s = rx.stats()
+        assert (plan.calls, plan.items, plan.frames, plan.decoded_bytes) == (
+            s["calls"], s["items"], s["frames"], s["bytes"])
+        assert http_server.bytes_served <= 1.25 * plan.compressed_bytes
+    assert s["calls"] == 0 and http_server.bytes_served == 0
 
 
 def test_explain_equals_stats_for_every_kind_of_read(sparse_file):

@@ -261,6 +261,18 @@ def get_cache() -> TileCache:
     return _cache
 
 
+def _after_fork() -> None:
+    # A lock held by another thread when the process forked stays held in the
+    # child forever: give the child's cache fresh locks (its entries are valid).
+    global _cache_lock
+    _cache_lock = threading.Lock()
+    if _cache is not None:
+        _cache._lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork)
+
+
 def _resize(value: int | None) -> None:
     if _cache is not None:
         _cache.resize(default_bytes() if value is None else int(value))

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import threading
 from collections import deque
 from collections.abc import Iterator
@@ -378,6 +379,16 @@ def execute_cells(cube: Cube, route: Route, out: np.ndarray) -> None:
 
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
+
+
+def _forget_pool() -> None:
+    # A forked child (dask's processes scheduler) inherits the pool but not
+    # its threads: work submitted there would never run. Start afresh.
+    global _pool, _pool_lock
+    _pool, _pool_lock = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_pool)
 
 
 def _executor() -> ThreadPoolExecutor:

@@ -96,6 +96,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--no-http", action="store_true")
     p.add_argument("--no-local", action="store_true")
     p.add_argument("--workloads", default="points,series,chips,full")
+    p.add_argument("--readers", default="",
+                   help="comma-separated readers to run (default: all), e.g. lazy to time "
+                        "a process that only reads lazily")
     p.add_argument("--full-peers", action="store_true",
                    help="also time Zarr and GeoTIFF full loads (slow; run.py covers them)")
     p.add_argument("--json", type=Path, default=None, help="write every measurement here")
@@ -496,6 +499,9 @@ def main(argv: list[str] | None = None) -> int:
     q = Queries.make(2048, 512)
     workloads = [w for w in args.workloads.split(",") if w]
     fns = readers(data, q, args.full_peers)
+    if args.readers:
+        wanted = set(args.readers.split(","))
+        fns = {w: {k: v for k, v in by.items() if k in wanted} for w, by in fns.items()}
     print(f"rumi_xarray from {Path(rx.__file__).parent}; codec {stores.codec}; "
           f"{args.threads} threads; load {os.getloadavg()[0]:.1f}")
     gc.collect()

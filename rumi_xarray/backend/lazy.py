@@ -15,7 +15,11 @@ with :meth:`~rumi_xarray.backend.cache.TileCache.peek` and ``seen`` only, so
   batch into ``read_many`` calls of at most :data:`BATCH_BYTES` decoded,
   each decoded into one reusable scratch buffer and gathered with numpy
   into the result. Nothing larger than the result plus one batch is
-  allocated, whatever the selection's bounding box.
+  allocated, whatever the selection's bounding box. On transports that
+  coalesce byte ranges (HTTP, object stores) a call groups only cells whose
+  frames lie close together in the file (so the transport never fetches the
+  frames between scattered cells), and up to :data:`REMOTE_CALLS` calls run
+  at once to overlap request latency.
 - **Cache**: planes found in the tile cache are used as they are. Missing
   planes go through the cache (whole cells, decoded into a block that
   becomes the cache entry without a copy) only when reuse is likely -- some

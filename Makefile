@@ -44,8 +44,8 @@ lint: $(STAMP)
 # The suite against the oldest versions pyproject.toml declares (every `>=` floor of the
 # core dependencies and of the test extra, pinned by tools/min_constraints.py), in its
 # own venv so .venv keeps current releases. CI runs `make test` only: run this when a
-# dependency, a floor or a use of a newer library API changes (about 5 minutes from
-# scratch on 2 cores: 1.5 to install, 3.5 to test).
+# dependency, a floor or a use of a newer library API changes (about 6 minutes from
+# scratch on 2 cores: 1.5 to install, 4.5 to test; too long to add to CI's `make test`).
 VENV_MIN := .venv-min
 STAMP_MIN := $(VENV_MIN)/.installed
 

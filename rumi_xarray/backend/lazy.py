@@ -42,6 +42,7 @@ from typing import Any
 
 import numpy as np
 
+from rumi_xarray import progress
 from rumi_xarray.backend import cache
 from rumi_xarray.model import cells, planning
 from rumi_xarray.model.cube import Cube
@@ -72,6 +73,7 @@ class Route:
     """
 
     direct: planning.Plan | None = None
+    cube: Cube | None = None
     targets: list[cells.GridTarget] | list[cells.PointTarget] = field(default_factory=list)
     hits: dict[int, dict[tuple[int, int], np.ndarray]] = field(default_factory=dict)
     hit_keys: list[Key] = field(default_factory=list)
@@ -83,7 +85,9 @@ class Route:
     def calls(self) -> list[planning.Call]:
         """Return the native calls this route makes, in order."""
         if self.direct is not None:
-            return list(self.direct.calls)
+            # A large direct read runs in slices when a progress bar is shown.
+            assert self.cube is not None
+            return [s for c in self.direct.calls for s in progress.steps(self.cube, c)]
         return [c for c, _ in self.fills] + [c for c, _ in self.reads]
 
 
@@ -191,7 +195,7 @@ def route_outer(cube: Cube, sel: Selection, commit: bool) -> Route:
         # Decide from sizes alone first: a large window (a dask chunk, a whole
         # load) never builds per-cell targets.
         if store.max_bytes == 0 or _cell_bytes(cube, sel) > store.max_bytes // CACHE_FRACTION:
-            return Route(direct=direct_plan(cube, request))
+            return Route(direct=direct_plan(cube, request), cube=cube)
         return _route_targets(cube, cells.grid_targets(cube, sel), request, commit)
     return _route_targets(cube, cells.grid_targets(cube, sel), None, commit)
 
@@ -259,7 +263,7 @@ def _route_targets(cube: Cube, targets: Any, window: planning.Request | None,
     if commit:
         store.remember(missing_keys)
     if window is not None:
-        return Route(direct=direct_plan(cube, window))
+        return Route(direct=direct_plan(cube, window), cube=cube)
     uncached = _uncached(cube, targets, None, missing)
     route.reads, route.missing = uncached.reads, len(missing_keys)
     return route
@@ -269,7 +273,7 @@ def _uncached(cube: Cube, targets: Any, window: planning.Request | None,
               which: list[int]) -> Route:
     """Read without the cache: the window directly, else cell windows into scratch."""
     if window is not None:
-        return Route(direct=direct_plan(cube, window))
+        return Route(direct=direct_plan(cube, window), cube=cube)
     items = [targets[i].item for i in which]
     return Route(targets=targets, reads=[(call, [which[k] for k in members])
                                          for call, members in _batches(cube, items)])
@@ -293,7 +297,8 @@ def run_direct(cube: Cube, plan: planning.Plan, request: planning.Request) -> np
     -------
     numpy.ndarray
     """
-    results = [reads.run(cube, call) for call in plan.calls]
+    # progress.run is reads.run, sliced with a bar for large reads in terminals/notebooks.
+    results = [progress.run(cube, call) for call in plan.calls]
     return assemble(request, plan.parts[0], plan.calls, results, cube.grid.dtype)
 
 

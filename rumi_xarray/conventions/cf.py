@@ -39,6 +39,7 @@ import xarray as xr
 
 from rumi_xarray import options
 from rumi_xarray.errors import RumiFormatError
+from rumi_xarray.sources.redact import redact, redact_text
 
 #: Suffix appended to the Rumi file's name.
 SIDECAR_SUFFIX = ".aux.json"
@@ -121,12 +122,17 @@ def _fetch(target: str, storage_options: Mapping[str, Any] | None) -> str | None
     try:
         import fsspec
 
-        with fsspec.open(target, "rb", **dict(storage_options or {})) as f:
-            return f.read().decode("utf-8")
+        # cat_file is one GET (fsspec.open would first ask for the size: a HEAD).
+        fs, path = fsspec.core.url_to_fs(target, **dict(storage_options or {}))
+        return bytes(fs.cat_file(path)).decode("utf-8")
     except FileNotFoundError:
         return None
-    except ImportError as exc:
-        warnings.warn(f"cannot look for the sidecar {target} ({exc}); nodata, scale and "
+    except (ImportError, OSError) as exc:
+        # An object store may answer 403 for a missing object; a sidecar that
+        # cannot be read must not make the file unreadable, but must not pass
+        # unnoticed either.
+        warnings.warn(f"cannot read the sidecar {redact(target)} "
+                      f"({type(exc).__name__}: {redact_text(str(exc))}); nodata, scale and "
                       f"offset are unknown unless given as keywords", RuntimeWarning,
                       stacklevel=4)
         return None

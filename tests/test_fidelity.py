@@ -169,7 +169,7 @@ def test_use_cftime_gives_cftime_datetimes(two_dates) -> None:
     # of decode_times=CFDatetimeCoder(use_cftime=True)); both give cftime objects.
     cftime = pytest.importorskip("cftime")
     paths, _ = two_dates
-    with pytest.warns(FutureWarning, match="use_cftime"):
+    with pytest.warns((FutureWarning, DeprecationWarning), match="use_cftime"):
         one = xr.open_dataset(paths[0], engine="rumi", use_cftime=True)
     assert isinstance(one.time.values[0], cftime.datetime)
     assert one.time.values[0] == cftime.DatetimeProlepticGregorian(2024, 5, 11)
@@ -177,7 +177,7 @@ def test_use_cftime_gives_cftime_datetimes(two_dates) -> None:
     many = xr.open_mfdataset(paths, engine="rumi", decode_times=coder)
     assert [t.day for t in many.time.values] == [1, 11]
     assert isinstance(many.indexes["time"], xr.CFTimeIndex)
-    with pytest.warns(FutureWarning, match="use_cftime"):
+    with pytest.warns((FutureWarning, DeprecationWarning), match="use_cftime"):
         plain = xr.open_dataset(paths[0], engine="rumi", use_cftime=False)
     assert plain.time.dtype == np.dtype("datetime64[ns]")
 

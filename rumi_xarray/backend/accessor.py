@@ -158,7 +158,8 @@ class _RumiAccessor:
     @property
     def tile(self) -> tuple[int, int]:
         """Return the nominal tile size ``(height, width)``."""
-        return tuple(self._encoding()["rumi_tile_size"])  # type: ignore[return-value]
+        height, width = self._encoding()["rumi_tile_size"]
+        return int(height), int(width)
 
     @property
     def frame_layout(self) -> str:

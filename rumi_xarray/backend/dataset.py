@@ -120,8 +120,9 @@ def _user_stacklevel() -> int:
     xarray, dask or rumi_xarray code between it and the warning.
     """
     import sys
+    from types import FrameType
 
-    frame = sys._getframe(2)  # the frame calling warnings.warn is level 1
+    frame: FrameType | None = sys._getframe(2)  # the frame calling warnings.warn is level 1
     level = 2
     while frame is not None and frame.f_globals.get("__name__", "").partition(".")[0] in (
             "rumi_xarray", "xarray", "dask", "importlib"):

@@ -180,7 +180,7 @@ def _demo_truth(ds: xr.Dataset, path: str, pixel: tuple[int, int]) -> dict[str, 
     return {"data": whole, "pixel": pixel}
 
 
-def _demo_check(computed: dict[str, Any], truth: dict[str, Any], scene: xr.Dataset) -> str:
+def _demo_check(computed: xr.Dataset, truth: dict[str, Any], scene: xr.Dataset) -> str:
     """Recompute the dask results in numpy from the plain read; raise on any mismatch."""
     data = truth["data"]
     if not np.array_equal(data, scene["band_data"].values):
@@ -212,7 +212,7 @@ def _demo_check(computed: dict[str, Any], truth: dict[str, Any], scene: xr.Datas
             f"(float32 summation order)")
 
 
-def _seasonal_table(computed: dict[str, Any], echo: Callable[[str], None]
+def _seasonal_table(computed: xr.Dataset, echo: Callable[[str], None]
                     ) -> dict[str, dict[str, float]]:
     echo("  mean NDVI by land cover and season (clouds masked):")
     echo("    " + " " * 8 + "".join(f"{s:>8}" for s in SEASONS))

@@ -92,11 +92,14 @@ def test_pixel_time_series_over_52_files_is_few_native_calls(scenes):
     # the whole cube is one read group: one read_many over every scene
     assert s["calls"] == 1 and s["items"] == N
 
-    # read groups grow along time first: 10 scenes of one tile cell each
-    with rx.set_options(group_bytes=10 * 3 * 64 * 64 * 2):
+    # read groups hold whole scenes when they fit (a request per file), here 10 each
+    with rx.set_options(group_bytes=10 * 3 * 150 * 140 * 2):
         small = rx.open_catalog(rx.catalog(paths), chunks={})
     assert small.band_data.chunks[0] == (10,) * 5 + (2,)
-    assert small.band_data.chunks[2] == (64, 64, 22)
+    assert small.band_data.chunks[2] == (150,)
+    with rx.set_options(group_bytes=3 * 64 * 140 * 2):  # less than a scene: rows of cells
+        rows = rx.open_catalog(rx.catalog(paths), chunks={})
+    assert rows.band_data.chunks[0] == (1,) * N and rows.band_data.chunks[2] == (64, 64, 22)
     rx.stats(reset=True)
     np.testing.assert_array_equal(small.band_data.isel(x=77, y=101).values, data[:, :, 101, 77])
     assert rx.stats()["calls"] == math.ceil(N / 10)

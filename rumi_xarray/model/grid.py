@@ -129,11 +129,15 @@ def read_group(grid: Grid, steps: int, target_bytes: int, *, one_band: bool = Fa
     """Return the ``(time, band, y, x)`` shape of one read group.
 
     A read group is whole frames, as many as fit in ``target_bytes`` decoded,
-    grown in the order that keeps one native call cheapest and the bytes it
-    fetches contiguous: every band of a cell first, then time steps (whole
-    scenes of a catalog when they fit, else a divisor of the scene's steps, so
-    a group never needs two calls), then tile columns up to the full width (a
-    row of cells is one byte range), then rows of cells.
+    grown in the order that keeps the bytes one native call fetches in the
+    fewest byte ranges: in a Rumi file the frames of a tile cell (every time
+    step and band it holds) are adjacent and cells follow in row-major order.
+    So: every band of a cell, then the scene's time steps (a divisor of them,
+    so a group never needs two calls), then tile columns up to the full width
+    (a row of cells is one range), then rows of cells, and only when a whole
+    scene fits, more scenes of a catalog (each scene is another file, so
+    another request). A full load of a catalog then costs about one request
+    per scene.
 
     Parameters
     ----------
@@ -160,20 +164,21 @@ def read_group(grid: Grid, steps: int, target_bytes: int, *, one_band: bool = Fa
 
     # Bands: any multiple of the frame's bands.
     size[1] = _grow(fb, bands, lambda n: fits(size[0], n, size[2], size[3]))
-    # Time: multiples of the frame's steps that divide a scene's steps, then
-    # whole scenes.
+    # Time within a scene: multiples of the frame's steps that divide its steps.
     per_scene = grid.time_count
-    candidates = [n for n in range(ft, per_scene + 1, ft) if per_scene % n == 0]
-    candidates += list(range(2 * per_scene, steps + 1, per_scene))
-    if steps not in candidates and steps < per_scene:
-        candidates.append(steps)
-    fitting = [n for n in candidates if n <= steps and fits(n, size[1], size[2], size[3])]
+    within = [n for n in range(ft, per_scene + 1, ft) if per_scene % n == 0 and n <= steps]
+    fitting = [n for n in within if fits(n, size[1], size[2], size[3])]
     size[0] = max(fitting, default=ft)
     # Columns of cells up to the full width, then rows of cells.
     size[3] = _grow(grid.tile_width, grid.width, lambda n: fits(size[0], size[1], size[2], n))
     if size[3] >= grid.width:
         size[2] = _grow(grid.tile_height, grid.height,
                         lambda n: fits(size[0], size[1], n, size[3]))
+    # Whole scenes of a catalog, when one whole scene fits.
+    if size[0] == per_scene and size[2] >= grid.height and size[3] >= grid.width:
+        scenes = [n for n in range(2 * per_scene, steps + 1, per_scene)
+                  if fits(n, size[1], size[2], size[3])]
+        size[0] = max(scenes, default=size[0])
     return (min(size[0], steps), size[1], size[2], size[3])
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import errno
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -63,29 +63,63 @@ def _glob(pattern: str, storage_options: dict[str, Any] | None) -> list[str]:
     return [fs.unstrip_protocol(p) for p in found]
 
 
-def _row(source: str | bytes, meta: Any, facts: dict[str, Any]) -> dict[str, Any]:
-    seconds, bounds = time_seconds(meta.time or [], str(source))
-    g = Grid.from_metadata(meta)
+def catalog_row(path: Any, header: bytes, grid: Grid, seconds: Sequence[int],
+                bounds: Sequence[Sequence[int]] | None, bands: Sequence[str],
+                transform: Sequence[float] | None, crs: int | None,
+                pixel_is_point: bool | None, facts: Mapping[str, Any]) -> dict[str, Any]:
+    """Return one catalog row (:data:`COLUMNS`) from what a file's metadata say.
+
+    The one place a row is built: from a file's metadata (:func:`catalog`) and
+    from a STAC Item (:mod:`rumi_xarray.stac`).
+
+    Parameters
+    ----------
+    path : str or bytes
+    header : bytes
+    grid : Grid
+    seconds : sequence of int
+        POSIX seconds per time step (interval starts).
+    bounds : sequence of (start, end) or None
+    bands : sequence of str
+        Band texts.
+    transform : sequence of float or None
+        As stored (rasterio order).
+    crs : int or None
+    pixel_is_point : bool or None
+    facts : mapping
+        CF facts (:data:`rumi_xarray.conventions.cf.FACTS`).
+
+    Returns
+    -------
+    dict
+    """
     return {
-        "path": source,
-        "header": bytes(meta.header),
+        "path": path,
+        "header": bytes(header),
         "time": pd.Timestamp(int(seconds[0]), unit="s") if len(seconds) else pd.NaT,
-        "time_seconds": seconds.tolist(),
-        "time_bounds": None if bounds is None else bounds.ravel().tolist(),
-        "bands": list(meta.bands or []),
-        "transform": None if meta.transform is None else list(meta.transform),
-        "crs": meta.crs,
-        "pixel_is_point": meta.pixel_is_point,
-        "time_count": g.time_count,
-        "band_count": g.bands,
-        "height": g.height,
-        "width": g.width,
-        "dtype": g.dtype.str,
-        "tile_height": g.tile_height,
-        "tile_width": g.tile_width,
-        "frame_layout": g.frame_layout,
+        "time_seconds": [int(v) for v in seconds],
+        "time_bounds": None if bounds is None else [int(v) for pair in bounds for v in pair],
+        "bands": list(bands),
+        "transform": None if transform is None else list(transform),
+        "crs": crs,
+        "pixel_is_point": pixel_is_point,
+        "time_count": grid.time_count,
+        "band_count": grid.bands,
+        "height": grid.height,
+        "width": grid.width,
+        "dtype": grid.dtype.str,
+        "tile_height": grid.tile_height,
+        "tile_width": grid.tile_width,
+        "frame_layout": grid.frame_layout,
         **{key: facts.get(key) for key in cf.FACTS},
     }
+
+
+def _row(source: str | bytes, meta: Any, facts: dict[str, Any]) -> dict[str, Any]:
+    seconds, bounds = time_seconds(meta.time or [], str(source))
+    return catalog_row(source, meta.header, Grid.from_metadata(meta), seconds.tolist(),
+                       None if bounds is None else bounds.tolist(), meta.bands or [],
+                       meta.transform, meta.crs, meta.pixel_is_point, facts)
 
 
 def catalog(sources_: str | os.PathLike[str] | Sequence[Any], *,

@@ -510,29 +510,9 @@ def catalog_table(sources: Iterable[StacSource]) -> pd.DataFrame:
         One row per source, columns :data:`rumi_xarray.catalogs.table.COLUMNS`;
         what ``rx.catalog`` would read from the files, built without a request.
     """
-    from rumi_xarray.catalogs.table import COLUMNS
+    from rumi_xarray.catalogs.table import COLUMNS, catalog_row
 
-    rows = []
-    for s in sources:
-        g = s.grid
-        rows.append({
-            "path": s.href,
-            "header": s.header,
-            "time": pd.Timestamp(int(s.seconds[0]), unit="s") if s.seconds else pd.NaT,
-            "time_seconds": list(s.seconds),
-            "time_bounds": None if s.bounds is None else [v for p in s.bounds for v in p],
-            "bands": list(s.band_texts),
-            "transform": list(s.stored_transform),
-            "crs": s.epsg,
-            "pixel_is_point": s.pixel_is_point,
-            "time_count": g.time_count,
-            "band_count": g.bands,
-            "height": g.height,
-            "width": g.width,
-            "dtype": g.dtype.str,
-            "tile_height": g.tile_height,
-            "tile_width": g.tile_width,
-            "frame_layout": g.frame_layout,
-            **{k: s.facts.get(k) for k in ("nodata", "scale_factor", "add_offset", "units")},
-        })
+    rows = [catalog_row(s.href, s.header, s.grid, s.seconds, s.bounds, s.band_texts,
+                        s.stored_transform, s.epsg, s.pixel_is_point, s.facts)
+            for s in sources]
     return pd.DataFrame(rows, columns=list(COLUMNS))

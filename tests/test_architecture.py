@@ -26,8 +26,6 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "rumi_xarray"
 
@@ -286,11 +284,6 @@ Intro text.
         "__init__.py", "model/grid.py", "model/cube.py", "backend/array.py"}
 
 
-# The lead rewrites the README's architecture table for the new layout (issue 12).
-# Until then this test is expected to fail; strict, so that it reports XPASS (a
-# failure) once the table is complete: then delete this marker.
-@pytest.mark.xfail(strict=True, reason="README architecture table not yet rewritten for the "
-                                       "new layout (issue 12); remove this marker then")
 def test_every_module_has_a_row_in_the_readme_architecture_table() -> None:
     named = readme_table_modules((ROOT / "README.md").read_text())
     missing = sorted(modules_needing_a_row() - named)

@@ -12,6 +12,7 @@ import xarray as xr
 import rumi_xarray as rx
 from rumi_xarray.backend import cache
 from rumi_xarray.write.to_rumi import write_array
+from tests.checks import assert_explain_matches_reads
 
 
 @pytest.fixture
@@ -126,13 +127,7 @@ def test_explain_predicts_lazy_reads(scene):
                 {"y": [1, 150], "x": [2, 255], "band": 1},
                 {"y": slice(10, 30), "x": slice(60, 70)},  # now cached: nothing to read
                 {"time": 0}):
-        part = var.isel(sel)
-        plan = part.rumi.explain()
-        rx.stats(reset=True)
-        part.load()
-        s = rx.stats()
-        assert (plan.calls, plan.items, plan.frames, plan.decoded_bytes) == (
-            s["calls"], s["items"], s["frames"], s["bytes"]), sel
+        assert_explain_matches_reads(var.isel(sel), sel)
 
 
 def test_blocks_are_cached_without_copies_and_evicted_whole():

@@ -17,6 +17,7 @@ import xarray as xr
 import rumi_xarray as rx
 from rumi_xarray.backend import lazy
 from rumi_xarray.write.to_rumi import write_array
+from tests.checks import assert_explain_matches_reads
 
 TIMES = ["2024-01-01", "2024-02-01"]
 
@@ -120,14 +121,9 @@ def test_points_over_http_fetch_no_more_than_per_point_reads(http_server, remote
     # explain() predicts the calls made over HTTP (batched by file locality) each time
     for _ in range(2):
         part = pointwise(var, ys, xs)
-        plan = part.rumi.explain()
-        rx.stats(reset=True)
         http_server.reset()
-        np.testing.assert_array_equal(part.transpose("time", "band", "p").values,
-                                      data[:, :, ys, xs])
-        s = rx.stats()
-        assert (plan.calls, plan.items, plan.frames, plan.decoded_bytes) == (
-            s["calls"], s["items"], s["frames"], s["bytes"])
+        plan, s = assert_explain_matches_reads(part, load=lambda p: np.testing.assert_array_equal(
+            p.transpose("time", "band", "p").values, data[:, :, ys, xs]))
         assert http_server.bytes_served <= 1.25 * plan.compressed_bytes
     assert s["calls"] == 0 and http_server.bytes_served == 0
 
@@ -153,12 +149,7 @@ def test_explain_equals_stats_for_every_kind_of_read(sparse_file):
     ]
     kinds_seen = set()
     for label, part in reads:
-        plan = part.rumi.explain()
-        rx.stats(reset=True)
-        part.load()
-        s = rx.stats()
-        assert (plan.calls, plan.items, plan.frames, plan.decoded_bytes) == (
-            s["calls"], s["items"], s["frames"], s["bytes"]), label
+        _, s = assert_explain_matches_reads(part, label)
         kinds_seen.add(s["calls"] > 0)
     assert kinds_seen == {True, False}  # some reads were served from the cache alone
 

@@ -161,33 +161,16 @@ def boxes(size: int, res: float) -> dict[str, tuple[float, float, float, float]]
 
 
 def tif_items(scenes: list[dict[str, Any]], url: Any, size: int, run: int) -> list[Any]:
-    """Return rio-stac-like Items of the GeoTIFFs, hrefs made unique per run."""
-    import pystac
-    from affine import Affine
-    from odc.geo.geobox import GeoBox
-    from pystac.extensions.eo import Band, EOExtension
-    from pystac.extensions.projection import ProjectionExtension
-    from pystac.extensions.raster import RasterBand, RasterExtension
-
-    items = []
-    for s in scenes:
-        gbox = GeoBox((size, size), Affine(*s["transform"]), f"EPSG:{s['epsg']}")
-        footprint = gbox.footprint("epsg:4326", npoints=16)
-        item = pystac.Item(s["name"], geometry=footprint.json,
-                           bbox=list(footprint.boundingbox),
-                           datetime=s["when"].replace(tzinfo=dt.UTC), properties={})
-        for b, short in enumerate(SHORT):
-            asset = pystac.Asset(f"{url(s['tifs'][short])}?run={run}",
-                                 media_type=pystac.MediaType.COG, roles=["data"])
-            item.add_asset(short, asset)
-            ProjectionExtension.ext(asset, add_if_missing=True).apply(
-                code=f"EPSG:{s['epsg']}", transform=list(s["transform"]), shape=[size, size])
-            RasterExtension.ext(asset, add_if_missing=True).apply(
-                bands=[RasterBand.create(nodata=NODATA, data_type="uint16")])
-            EOExtension.ext(asset, add_if_missing=True).apply(
-                bands=[Band.create(name=short, description=BANDS[b])])
-        items.append(item)
-    return items
+    """Return rio-stac-like Items of the GeoTIFFs (the tests' builder), hrefs unique per run."""
+    sys.path.insert(0, str(HERE.parent))  # the repository: tests/ is a package there
+    try:
+        from tests.stac_items import geotiff_item
+    finally:
+        sys.path.pop(0)
+    return [geotiff_item(s["name"], s["when"].replace(tzinfo=dt.UTC), s["epsg"],
+                         s["transform"], (size, size), {b: s["tifs"][b] for b in SHORT},
+                         BANDS, NODATA, href=lambda p: f"{url(p)}?run={run}")
+            for s in scenes]
 
 
 # --- readers -------------------------------------------------------------------------

@@ -32,9 +32,9 @@ import xarray as xr
 from affine import Affine
 from odc.geo.geobox import GeoBox
 from pyproj import Transformer
-from pystac.extensions.eo import Band, EOExtension
+from pystac.extensions.eo import EOExtension
 from pystac.extensions.projection import ProjectionExtension
-from pystac.extensions.raster import RasterBand, RasterExtension
+from pystac.extensions.raster import RasterExtension
 from shapely.geometry import Point, shape
 
 import rumi_xarray as rx
@@ -46,6 +46,7 @@ from rumi_xarray.stac import items as stac_items
 from rumi_xarray.stac.geoparquet import read_geoparquet, to_table, write_geoparquet
 from rumi_xarray.stac.parse import catalog_table, parse_items
 from rumi_xarray.write.to_rumi import write_array
+from tests.stac_items import geotiff_item
 
 odc_stac = pytest.importorskip("odc.stac")
 
@@ -121,22 +122,9 @@ def write_scenes(folder: Path, height: int = 150, width: int = 180, tile_size: i
 
 def tif_item(scene: dict[str, Any], href: Any = str) -> pystac.Item:
     """Return a rio-stac-like Item of a scene's GeoTIFFs: one asset per band."""
-    h, w = scene["shape"]
-    gbox = GeoBox((h, w), Affine(*scene["transform"]), f"EPSG:{scene['epsg']}")
-    footprint = gbox.footprint("epsg:4326", npoints=16)
-    item = pystac.Item(scene["name"], geometry=footprint.json, bbox=list(footprint.boundingbox),
-                       datetime=scene["when"], properties={})
-    for b, short in enumerate(SHORT):
-        asset = pystac.Asset(href(scene["tifs"][short]), media_type=pystac.MediaType.COG,
-                             roles=["data"])
-        item.add_asset(short, asset)
-        ProjectionExtension.ext(asset, add_if_missing=True).apply(
-            code=f"EPSG:{scene['epsg']}", transform=list(scene["transform"]), shape=[h, w])
-        RasterExtension.ext(asset, add_if_missing=True).apply(
-            bands=[RasterBand.create(nodata=NODATA, data_type="uint16")])
-        EOExtension.ext(asset, add_if_missing=True).apply(
-            bands=[Band.create(name=short, description=BANDS[b])])
-    return item
+    return geotiff_item(scene["name"], scene["when"], scene["epsg"], scene["transform"],
+                        scene["shape"], {short: scene["tifs"][short] for short in SHORT},
+                        BANDS, NODATA, href=href)
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,6 @@ engine's ``rumi.read`` of the same data:
 from __future__ import annotations
 
 import datetime as dt
-import math
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -113,21 +112,23 @@ def open_rx_catalog(loc: Location, run: int) -> Iterator[xr.DataArray]:
     yield rx.open_catalog(loc.catalog, chunks={}).band_data
 
 
-@contextmanager
-def open_rx_catalog_whole_scenes(loc: Location, run: int) -> Iterator[xr.DataArray]:
-    # Experiment for the read-group policy: chunks of whole scenes (every row), as
-    # many scenes as fit in dask's chunk size, instead of more scenes x fewer rows.
-    if loc.catalog is None:
-        raise RuntimeError("no single-date scenes for this location")
-    cube = rx.open_catalog(loc.catalog)
-    var = cube.band_data
-    scene_bytes = var.dtype.itemsize * math.prod(var.shape[1:])
-    import dask
+def open_rx_catalog_rows(rows: int) -> Opener:
+    """Return an opener of the catalog in chunks of every scene x ``rows`` tile rows.
 
-    steps = max(1, int(dask.utils.parse_bytes(dask.config.get("array.chunk-size"))
-                       // scene_bytes))
-    yield rx.open_catalog(loc.catalog, chunks={"time": steps, "band": -1, "y": -1,
-                                                "x": -1}).band_data
+    An experiment for the read-group policy of catalogs: all time steps in a chunk (a
+    time reduction completes inside each chunk) against whole scenes per chunk (one
+    request per file on a full load, but time reductions combine partial sums).
+    """
+
+    @contextmanager
+    def opener(loc: Location, run: int) -> Iterator[xr.DataArray]:
+        if loc.catalog is None:
+            raise RuntimeError("no single-date scenes for this location")
+        tile = int(rumi.info(source=None, header=loc.header).tile[0])
+        yield rx.open_catalog(loc.catalog, chunks={"time": -1, "band": -1, "y": rows * tile,
+                                                    "x": -1}).band_data
+
+    return opener
 
 
 @contextmanager
@@ -295,7 +296,9 @@ READERS = (
     Reader("rx-chunks", "rx.open_dataset chunks={}", open_rx_chunks, ALL),
     Reader("rx-auto", "rx.open_dataset chunks=auto", open_rx_auto, ALL),
     Reader("rx-catalog", "rx.open_catalog chunks={}", open_rx_catalog, ALL),
-    Reader("rx-catalog-scenes", "rx.open_catalog whole scenes", open_rx_catalog_whole_scenes,
+    Reader("rx-catalog-rows1", "rx.open_catalog all x 1 tile row", open_rx_catalog_rows(1),
+           ("full", "mean"), default=False),
+    Reader("rx-catalog-rows2", "rx.open_catalog all x 2 tile rows", open_rx_catalog_rows(2),
            ("full", "mean"), default=False),
     Reader("naive", "naive dask over rumi.read", open_naive, ("full", "mean"), default=False),
     Reader("zarr", "Zarr v3 (xarray+dask)", open_zarr, ALL),

@@ -27,6 +27,7 @@ import gc
 import json
 import os
 import platform
+import random
 import statistics
 import sys
 import time
@@ -304,10 +305,12 @@ def measure(where: str, workload: str, chosen: list[Any], loc: Any, queries: Any
     for run in range(args.warmup + args.reps):
         reference = None
         # The warm-up round runs the engine first (the reference of every check); timed
-        # rounds rotate the order, so no reader always follows the same one (a reader
-        # after a heavy one can pay for its freed memory and its threads winding down).
-        shift = (run - args.warmup) % len(cases) if run >= args.warmup else 0
-        for r in cases[shift:] + cases[:shift]:
+        # rounds shuffle the order (seeded), so no reader always follows the same one (a
+        # reader after a heavy one can pay for its freed memory, its threads winding down).
+        order = list(cases)
+        if run >= args.warmup:
+            random.Random(run).shuffle(order)
+        for r in order:
             row = rows[r.key]
             if row["error"]:
                 continue

@@ -74,13 +74,13 @@ def frame_aligned(blocks: tuple[int, ...], frame: int, size: int) -> tuple[int, 
         Blocks of whole frames (the last one may be a partial edge frame),
         never empty; blocks that would shrink to nothing are merged.
     """
-    bounds = []
+    bounds: list[int] = []
     for edge in np.cumsum(blocks)[:-1].tolist():
         snapped = max(frame, round(edge / frame) * frame)
         if snapped < size and (not bounds or snapped > bounds[-1]):
             bounds.append(snapped)
     edges = [0, *bounds, size]
-    return tuple(int(np.diff(edges)[i]) for i in range(len(edges) - 1))
+    return tuple(int(step) for step in np.diff(edges))
 
 
 def chunk_like_open_dataset(ds: xr.Dataset, chunks: Any) -> xr.Dataset:

@@ -349,7 +349,9 @@ QP_SCRIPT = textwrap.dedent("""
         ok.append(np.array_equal(rx.open_dataset(out).band_data.to_numpy(), truth + 1))
     ours = [str(w.message) for w in caught if "query planning" in str(w.message)]
     where = [w.filename for w in caught if "query planning" in str(w.message)]
-    print(json.dumps({"ok": ok, "ours": ours, "where": where}))
+    import dask.array as da
+    converts = np.asarray(da.ones(2)).dtype != object  # what this dask does
+    print(json.dumps({"ok": ok, "ours": ours, "where": where, "converts": bool(converts)}))
 """)
 
 
@@ -368,6 +370,8 @@ def test_query_planning_mode_works_with_one_warning(two_files, tmp_path, plannin
     if planning:
         assert len(result["ours"]) == 1, result["ours"]
         assert "rx.set_options(group_bytes=" in result["ours"][0]
+        # The .values gap of query-planning arrays is named exactly when dask has it.
+        assert ("dask/dask#11922" in result["ours"][0]) == (not result["converts"])
         # Reported where the user opened the file, not inside a library.
         assert result["where"] == [str(script)]
     else:

@@ -24,7 +24,7 @@ from rumi_xarray.backend.wrappers import find_backend
 from rumi_xarray.conventions import georef
 from rumi_xarray.conventions.bands import BandLabels
 from rumi_xarray.conventions.time import TIME_UNITS, time_seconds
-from rumi_xarray.dask.sizes import dask_chunk_bytes, query_planning
+from rumi_xarray.dask.sizes import converts_to_numpy, dask_chunk_bytes, query_planning
 from rumi_xarray.model.cube import Cube
 from rumi_xarray.model.grid import CUBE_DIMS
 
@@ -109,8 +109,16 @@ def _warn_query_planning() -> None:
         "read of a chunk, so every chunk a computation touches is read whole (one native "
         f"call each). rumi_xarray therefore uses read groups of "
         f"{QUERY_PLANNING_GROUP_BYTES // 2**20} MiB instead of dask's chunk size; "
-        "rx.set_options(group_bytes=...) chooses another size.", UserWarning,
-        stacklevel=_user_stacklevel())
+        "rx.set_options(group_bytes=...) chooses another size." + _values_caveat(),
+        UserWarning, stacklevel=_user_stacklevel())
+
+
+def _values_caveat() -> str:
+    """Say so when this dask's query-planning arrays do not convert to numpy."""
+    if converts_to_numpy():
+        return ""
+    return (" In this mode dask arrays lack __array__ (dask/dask#11922): .values and "
+            "numpy.asarray return an object array, so use .compute() or .load().")
 
 
 def _user_stacklevel() -> int:

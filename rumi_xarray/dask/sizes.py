@@ -70,3 +70,21 @@ def query_planning() -> bool:
         return bool(dask.config.get("array.query-planning", None))
     text = os.environ.get("DASK_ARRAY__QUERY_PLANNING", "")
     return text.strip().lower() in ("true", "1", "yes", "on")
+
+
+def converts_to_numpy() -> bool:
+    """Return whether ``numpy.asarray`` of a dask array computes it.
+
+    Under dask's array query planning (dask 2025.4 to at least 2026.8) the
+    array collection has no ``__array__``, so ``numpy.asarray`` and xarray's
+    ``.values`` wrap the lazy array in a 0-d object array instead of computing
+    it (dask/dask#11922). Users must then call ``.compute()`` or ``.load()``.
+
+    Returns
+    -------
+    bool
+    """
+    import dask.array
+
+    return hasattr(dask.array.Array, "__array__")
+

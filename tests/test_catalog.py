@@ -92,17 +92,21 @@ def test_pixel_time_series_over_52_files_is_few_native_calls(scenes):
     # the whole cube is one read group: one read_many over every scene
     assert s["calls"] == 1 and s["items"] == N
 
-    # read groups hold whole scenes when they fit (a request per file), here 10 each
-    with rx.set_options(group_bytes=10 * 3 * 150 * 140 * 2):
+    # read groups take scenes while a full row of 64-pixel cells of each still fits (one
+    # byte range per file), so time reductions complete inside a chunk; then rows
+    budget = 10 * 3 * 150 * 140 * 2
+    scenes_per_group = budget // (3 * 64 * 140 * 2)  # 23 scenes x one row of cells
+    with rx.set_options(group_bytes=budget):
         small = rx.open_catalog(rx.catalog(paths), chunks={})
-    assert small.band_data.chunks[0] == (10,) * 5 + (2,)
-    assert small.band_data.chunks[2] == (150,)
+    whole, rest = divmod(N, scenes_per_group)
+    assert small.band_data.chunks[0] == (scenes_per_group,) * whole + (rest,)
+    assert small.band_data.chunks[2] == (64, 64, 22)
     with rx.set_options(group_bytes=3 * 64 * 140 * 2):  # less than a scene: rows of cells
         rows = rx.open_catalog(rx.catalog(paths), chunks={})
     assert rows.band_data.chunks[0] == (1,) * N and rows.band_data.chunks[2] == (64, 64, 22)
     rx.stats(reset=True)
     np.testing.assert_array_equal(small.band_data.isel(x=77, y=101).values, data[:, :, 101, 77])
-    assert rx.stats()["calls"] == math.ceil(N / 10)
+    assert rx.stats()["calls"] == math.ceil(N / scenes_per_group)
 
 
 def test_lazy_time_series_is_one_call(scenes):

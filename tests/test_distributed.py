@@ -256,7 +256,7 @@ def test_a_large_catalog_is_stored_once_per_graph(separate, corpus, tmp_path):
                               for k, s in enumerate(row["time_seconds"])]
                              for i in range(scenes)]
     table["path"] = [str(p) for p in sources]
-    with rx.set_options(group_bytes=4 * 64 * 64 * 4 * 10):  # 10 scenes x one tile cell
+    with rx.set_options(group_bytes=4 * 64 * 64 * 4 * 10):  # 7 scenes x one row of cells
         cube = rx.open_catalog(table, chunks={})
     var = cube.band_data
     assert var.shape == (4 * scenes, 1, 100, 90)

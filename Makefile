@@ -29,6 +29,8 @@ bench: $(STAMP)
 	$(PY) benchmarks/open_speed.py
 	$(PY) benchmarks/run.py
 	$(PY) benchmarks/cluster.py
+	$(PY) benchmarks/sparse.py
+	$(PY) benchmarks/stac.py
 	$(PY) benchmarks/verify_cost.py
 
 # The hostile-input property test with many more examples than `make test` runs.

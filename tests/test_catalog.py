@@ -269,3 +269,42 @@ def test_extra_columns_become_time_coordinates(scenes):
     assert "geometry" not in cube.coords
     clear = cube.band_data.where(cube.cloud_cover < 0.03, drop=True)
     np.testing.assert_array_equal(clear.values, data[:3])
+
+
+def test_fsspec_sources_read_their_sidecar(tmp_path):
+    """nodata, scale and offset reach URLs read through fsspec, as they reach local paths."""
+    rng = np.random.default_rng(5)
+    values = rng.uniform(0.0, 0.8, (2, 2, 40, 50)).astype("float32")
+    values[:, :, :3, :7] = np.nan
+    var = xr.DataArray(values, dims=("time", "band", "y", "x"),
+                       coords={"time": np.array(["2024-05-01", "2024-05-11"], "M8[ns]"),
+                               "band": ["B04", "B08"]}, name="band_data")
+    var.encoding = {"dtype": "int16", "scale_factor": 1e-4, "add_offset": -0.1,
+                    "_FillValue": -9999}
+    local = tmp_path / "packed.rumi"
+    rx.to_rumi(var, local, tile_size=32)
+    sidecar = local.with_name(local.name + ".aux.json")
+    expected = xr.open_dataset(local, engine="rumi").band_data
+    # numpy on what was written: masked where NaN, within half a packing step elsewhere
+    assert np.array_equal(np.isnan(expected.values), np.isnan(values))
+    np.testing.assert_allclose(expected.values, values, atol=0.5e-4 + 1e-6)
+
+    fs = fsspec.filesystem("memory")
+    fs.pipe("/rumi-sidecar/packed.rumi", local.read_bytes())
+    fs.pipe("/rumi-sidecar/packed.rumi.aux.json", sidecar.read_bytes())
+    urls = {"memory": "memory://rumi-sidecar/packed.rumi",
+            "simplecache": f"simplecache::file://{local}"}
+    options = {"memory": None,
+               "simplecache": {"simplecache": {"cache_storage": str(tmp_path / "cache")}}}
+    local_row = rx.catalog([local]).iloc[0]
+    for name, url in urls.items():
+        got = xr.open_dataset(url, engine="rumi", storage_options=options[name]).band_data
+        np.testing.assert_array_equal(got.values, expected.values, err_msg=name)
+        assert got.dtype == expected.dtype and got.encoding["_FillValue"] == -9999, name
+        row = rx.catalog([url], storage_options=options[name]).iloc[0]
+        assert row["path"] == url, name  # a row reopens the URL, not a repr of it
+        for fact in ("nodata", "scale_factor", "add_offset"):
+            assert row[fact] == local_row[fact], (name, fact)
+        cube = rx.open_catalog(rx.catalog([url], storage_options=options[name]),
+                               storage_options=options[name])
+        np.testing.assert_array_equal(cube.band_data.values, expected.values, err_msg=name)

@@ -21,11 +21,12 @@ import pandas as pd
 from rumi_xarray import options
 from rumi_xarray.conventions import cf
 from rumi_xarray.conventions.time import time_seconds
-from rumi_xarray.errors import RumiFileNotFoundError, os_error
+from rumi_xarray.errors import RumiCatalogError, RumiFileNotFoundError, os_error
 from rumi_xarray.model.grid import Grid
 from rumi_xarray.native import reads
 from rumi_xarray.sources import resolve
 from rumi_xarray.sources.redact import redact
+from rumi_xarray.sources.transport import FsspecSource
 
 #: Catalog columns, in order. Times are POSIX seconds so Parquet round trips
 #: them exactly; ``time`` (first step) is a convenience for filtering. The last
@@ -115,6 +116,32 @@ def catalog_row(path: Any, header: bytes, grid: Grid, seconds: Sequence[int],
     }
 
 
+def source_text(src: Any) -> str | bytes:
+    """Return what a catalog row stores to reopen a resolved source.
+
+    Parameters
+    ----------
+    src : str, bytes or RangeSource
+        As :func:`rumi_xarray.sources.resolve.resolve` returns it.
+
+    Returns
+    -------
+    str or bytes
+        The path or URL (an fsspec URL as the user typed it), or the bytes.
+
+    Raises
+    ------
+    RumiCatalogError
+        A file object: nothing in a row could reopen it.
+    """
+    if isinstance(src, (str, bytes)):
+        return src
+    if isinstance(src, FsspecSource):
+        return src.url
+    raise RumiCatalogError(f"{src!r}: a catalog row stores a path or URL to reopen each "
+                           "file; open file objects cannot be catalogued")
+
+
 def _row(source: str | bytes, meta: Any, facts: dict[str, Any]) -> dict[str, Any]:
     seconds, bounds = time_seconds(meta.time or [], str(source))
     return catalog_row(source, meta.header, Grid.from_metadata(meta), seconds.tolist(),
@@ -149,7 +176,7 @@ def catalog(sources_: str | os.PathLike[str] | Sequence[Any], *,
     def inspect(src: Any) -> dict[str, Any]:
         meta = reads.info(src)
         facts = cf.read_sidecar(src, storage_options) if options.option("sidecar") else {}
-        return _row(src if isinstance(src, (str, bytes)) else str(src), meta, facts)
+        return _row(source_text(src), meta, facts)
 
     from rumi_xarray.progress import progress_map
 

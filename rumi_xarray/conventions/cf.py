@@ -40,6 +40,7 @@ import xarray as xr
 from rumi_xarray import options
 from rumi_xarray.errors import RumiFormatError
 from rumi_xarray.sources.redact import redact, redact_text
+from rumi_xarray.sources.transport import FsspecSource
 
 #: Suffix appended to the Rumi file's name.
 SIDECAR_SUFFIX = ".aux.json"
@@ -78,7 +79,8 @@ def read_sidecar(source: Any, storage_options: Mapping[str, Any] | None = None,
     Parameters
     ----------
     source : str or other source
-        Only paths and URLs have sidecars.
+        Only paths and URLs have sidecars, including URLs read through fsspec
+        (their sidecar is read through fsspec with the source's options).
     storage_options : dict, optional
         fsspec options for a remote sidecar.
     path : str or os.PathLike, optional
@@ -96,7 +98,10 @@ def read_sidecar(source: Any, storage_options: Mapping[str, Any] | None = None,
         The sidecar exists but is not valid.
     """
     if path is None:
-        if not isinstance(source, str):
+        if isinstance(source, FsspecSource):
+            storage_options = {**source.storage_options, **dict(storage_options or {})}
+            source = source.url
+        if not isinstance(source, str):  # file objects have no name to put a sidecar by
             return {}
         path = sidecar_path(source)
     target = os.fspath(path)

@@ -402,6 +402,38 @@ def test_shared_grid_opens_the_catalog_cube(scenes, tif_items):
                                 computed(odc_stac.load(tifs, bbox=bbox, chunks={})))
 
 
+def test_time_is_nanoseconds_on_every_path(scenes, rumi_items, tif_items):
+    """time is datetime64[ns] on every path, as open_dataset and open_catalog give it.
+
+    odc-stac builds its time from datetime objects, so its resolution is whatever
+    this xarray infers for them (ns before xarray 2025.01, us since): its values are
+    the reference, not its dtype.
+    """
+    b_items = [i for i in rumi_items if i.id.startswith("B_")]
+    odc = odc_stac.load(tif_items, bands=SHORT, geobox=GEOBOX, chunks={})
+    peers = {
+        "open_dataset": xr.open_dataset(scenes[0]["rumi"], engine="rumi"),
+        "open_catalog": rx.open_catalog(rx.catalog([s["rumi"] for s in scenes
+                                                    if s["tile"] == "B"])),
+    }
+    ours = {
+        "shared, lazy": rx.open_stac(b_items),
+        "shared, dask": rx.open_stac(b_items, chunks={}),
+        "shared, band": rx.open_stac(b_items, band_as_variable=False),
+        "warped, eager": rx.open_stac(rumi_items, bands=["B04"], geobox=GEOBOX),
+        "warped, dask": rx.open_stac(rumi_items, geobox=GEOBOX, chunks={}),
+        "warped, solar_day": rx.open_stac(rumi_items, geobox=GEOBOX, groupby="solar_day",
+                                          chunks={}, band_as_variable=False),
+    }
+    assert ours["shared, lazy"].B02.rumi.sources  # really the catalog path
+    for name, ds in {**peers, **ours}.items():
+        assert ds.time.dtype == np.dtype("datetime64[ns]"), name
+    np.testing.assert_array_equal(ours["warped, dask"].time.values, odc.time.values)
+    expected = [np.datetime64(s["when"].replace(tzinfo=None), "ns") for s in scenes
+                if s["tile"] == "B"]
+    np.testing.assert_array_equal(ours["shared, lazy"].time.values, expected)
+
+
 # --- requests ------------------------------------------------------------------------
 
 

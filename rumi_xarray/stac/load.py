@@ -21,7 +21,7 @@ Either way the Dataset follows odc-stac's conventions, so code written for
 longitude`` for geographic grids), coordinates from odc-geo
 (``xr_coords``: ``x``/``y`` with ``units``, ``resolution`` and ``crs``
 attributes, and a ``spatial_ref`` coordinate), a ``time`` coordinate of
-UTC datetimes (the first Item of each group), one variable per band named
+naive UTC ``datetime64[ns]`` (the first Item of each group), one variable per band named
 as requested, raw samples (nodata, scale and offset are not applied) with
 ``nodata`` in the variable's attributes (plus ``units``, ``scale_factor``
 and ``add_offset`` when the Items give them) and
@@ -31,7 +31,6 @@ and ``add_offset`` when the Items give them) and
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Hashable, Sequence
 from typing import Any
 
@@ -266,10 +265,12 @@ def _conform(ds: xr.Dataset, gbox: Any, sources: Sequence[StacSource],
     drop = [c for c in ("x", "y", "spatial_ref", "band_text", "common_name",
                         "center_wavelength") if c in ds.coords and c not in dims]
     ds = ds.drop_vars(drop)
-    times = [dt.datetime.fromtimestamp(g[0].seconds, tz=dt.UTC).replace(tzinfo=None)
-             for g in groups]
+    # Naive UTC in nanoseconds, as odc-stac, open_dataset and open_catalog give it (xarray
+    # would keep datetime objects in microseconds), so every path concatenates and
+    # aligns with the others without a silent change of resolution.
+    times = np.array([g[0].seconds for g in groups], dtype="datetime64[s]")
     new_coords: dict[Hashable, Any] = dict(coords)
-    new_coords["time"] = xr.DataArray(times, dims=("time",))
+    new_coords["time"] = xr.DataArray(times.astype("datetime64[ns]"), dims=("time",))
     if "band" in ds.dims:
         # rumi_xarray's band companions (full text, common name, wavelength), both paths
         texts = sources[0].labels.texts

@@ -640,6 +640,29 @@ def test_reading_a_rewritten_file_says_it_changed(tmp_path: Path, chunks: dict |
                                   read(path))
 
 
+@pytest.mark.parametrize("chunks", [None, {}])
+def test_a_rewrite_that_still_decodes_is_refused(tmp_path: Path, chunks: dict | None
+                                                 ) -> None:
+    """Constant planes of the same layout decode fine with the old header: a rewrite
+    must still be noticed (same size, same second), not read as new numbers."""
+    path = tmp_path / "constant.rumi"
+    shape = (2, 2, 64, 64)
+    write_array(path, np.full(shape, 1, np.uint16), bands=["a", "b"],
+                time=["2024-01-01", "2024-01-02"], tile_size=16)
+    ds = xr.open_dataset(path, engine="rumi", chunks=chunks)
+    size = path.stat().st_size
+    write_array(path, np.full(shape, 7, np.uint16), bands=["a", "b"],
+                time=["2024-01-01", "2024-01-02"], tile_size=16)
+    assert path.stat().st_size == size  # the case a size check alone would miss
+    with pytest.raises(rx.RumiFileChangedError,
+                       match=rf"{re.escape(str(path))}: the file changed since it was opened"
+                       ) as caught:
+        ds.band_data.isel(time=0).load()
+    assert caught.value.filename == str(path) and isinstance(caught.value, OSError)
+    np.testing.assert_array_equal(xr.open_dataset(path, engine="rumi").band_data.values,
+                                  read(path))
+
+
 # --- finding 9: dropping spatial_ref ---------------------------------------------------
 
 

@@ -31,14 +31,15 @@ class Scene:
     catalog_row : int, optional
         Catalog row the scene came from, named in error messages.
     stamp : tuple of int, optional
-        ``(size, mtime_ns)`` of a local file when it was opened, so that a
-        read failing on a rewritten file says so.
+        ``(size, mtime_ns, inode)`` of a local file when it was opened, so
+        that reading it after a rewrite raises instead of decoding new bytes
+        with the old header.
     """
 
     source: Any = field(repr=False)
     header: bytes = field(repr=False)
     catalog_row: int | None = None
-    stamp: tuple[int, int] | None = field(default=None, repr=False)
+    stamp: tuple[int, int, int] | None = field(default=None, repr=False)
 
     @property
     def name(self) -> str:

@@ -142,8 +142,11 @@ def header_info(header: bytes) -> Any:
     return rumi.info(header=header)
 
 
-def stamp(source: Any) -> tuple[int, int] | None:
-    """Return ``(size, mtime_ns)`` of a local file, to notice later rewrites.
+def stamp(source: Any) -> tuple[int, int, int] | None:
+    """Return ``(size, mtime_ns, inode)`` of a local file, to notice later rewrites.
+
+    The inode catches an atomic replacement (``to_rumi`` writes a new file and
+    renames it) within the file system's timestamp granularity.
 
     Parameters
     ----------
@@ -157,7 +160,7 @@ def stamp(source: Any) -> tuple[int, int] | None:
     if not isinstance(source, str) or "://" in source:
         return None
     st = os.stat(source)
-    return (int(st.st_size), int(st.st_mtime_ns))
+    return (int(st.st_size), int(st.st_mtime_ns), int(st.st_ino))
 
 
 # --- reads ----------------------------------------------------------------------
@@ -200,6 +203,7 @@ def read(windows: Sequence[Window], times: Sequence[int], bands: Sequence[int],
         out = np.empty(shape, dtype=dtype)
     elif out.shape != shape or out.dtype != dtype:
         raise ValueError(f"read: destination is {out.shape} {out.dtype}, needs {shape} {dtype}")
+    _refuse_rewritten(windows, time_arg, band_arg, height, width)
     try:
         native = _materialize(windows, time_arg, band_arg, height, width)
         binding.read_into(out, [(s.source, s.header, r, c) for s, r, c in native],
@@ -331,12 +335,39 @@ def _locate_failure(exc: BaseException, windows: Sequence[Window], times: list[i
     context = f"{scene.describe()}: reading {selection}"
     changed = _changed(scene)
     if changed:
-        return with_context(exc, f"{scene.describe()}: the file changed since it was opened "
-                                 f"({changed}); open it again", source=scene.name,
+        return with_context(exc, _changed_text(scene, changed), source=scene.name,
                             selection=selection, row=scene.catalog_row,
                             kind=RumiFileChangedError)
     return with_context(exc, context, source=scene.name, selection=selection,
                         row=scene.catalog_row)
+
+
+def _refuse_rewritten(windows: Sequence[Window], times: list[int], bands: list[int],
+                      height: int, width: int) -> None:
+    """Raise before decoding when a local file was rewritten since it was opened.
+
+    A rewrite does not always make decoding fail (a file of the same layout
+    decodes into other numbers), so every read compares each local file's
+    size and modification time with those seen at open: one ``stat`` per file.
+    """
+    checked: set[int] = set()
+    for scene, _, _ in windows:
+        if scene.stamp is None or id(scene) in checked:
+            continue
+        checked.add(id(scene))
+        changed = _changed(scene)
+        if changed:
+            selection = selection_text(times, bands, height, width,
+                                       [(r, c) for s, r, c in windows if s is scene])
+            error = os_error(RumiFileChangedError, errno.ESTALE,
+                             _changed_text(scene, changed), filename=scene.name)
+            error.source, error.selection, error.row = (scene.name, selection,
+                                                        scene.catalog_row)
+            raise error
+
+
+def _changed_text(scene: Scene, changed: str) -> str:
+    return f"{scene.describe()}: the file changed since it was opened ({changed}); open it again"
 
 
 def _changed(scene: Scene) -> str:
@@ -351,6 +382,8 @@ def _changed(scene: Scene) -> str:
         return ""
     if now[0] != scene.stamp[0]:
         return f"its size went from {scene.stamp[0]} to {now[0]} bytes"
+    if now[2] != scene.stamp[2]:
+        return "it was replaced by another file of the same size"
     return "it was modified"
 
 

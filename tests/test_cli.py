@@ -301,8 +301,8 @@ def test_demo_writes_and_checks_a_series(capsys: pytest.CaptureFixture[str],
     assert "EPSG:32633" in stdout and "native reads:" in stdout
     scenes = sorted(f for f in os.listdir(out / "scenes") if f.endswith(".rumi"))
     assert len(scenes) == 6 and scenes[0] == "S2_33UUP_20240131.rumi"
-    # Each scene's units (reflectance, "1") are kept in its sidecar.
-    assert json.loads((out / "scenes" / f"{scenes[0]}.aux.json").read_text())["units"] == "1"
+    # Each scene's units (reflectance counts of 1e-4) are kept in its sidecar.
+    assert json.loads((out / "scenes" / f"{scenes[0]}.aux.json").read_text())["units"] == "1e-4"
     expected = synthetic.scene_series(6, 96)
     np.testing.assert_array_equal(read(out / "S2_33UUP_2024.rumi"),
                                   expected["band_data"].values)

@@ -248,7 +248,10 @@ def _dataset(data: np.ndarray, classes: np.ndarray, times: np.ndarray, cover: np
     y = y0 - PIXEL_SIZE * (np.arange(size) + 0.5)
     reflectance = xr.Variable(
         ("time", "band", "y", "x"), data,
-        {"long_name": "surface reflectance", "units": "1", "reflectance_scale": SCALE,
+        # The stored integers are reflectance x 10 000 (no scale_factor, so the demo and
+        # notebooks compute on the integers): the unit of one count is 1e-4.
+        {"long_name": "surface reflectance x 10000", "units": "1e-4",
+         "reflectance_scale": SCALE,
          "AREA_OR_POINT": "Area"}, encoding={"grid_mapping": georef.GRID_MAPPING})
     cover_map = xr.Variable(
         ("y", "x"), classes,

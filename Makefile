@@ -29,7 +29,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/open_speed.py
 	$(PY) benchmarks/run.py
 	$(PY) benchmarks/cluster.py
-	$(PY) benchmarks/sparse.py
+	$(PY) benchmarks/sparse_reads.py
 	$(PY) benchmarks/stac.py
 	$(PY) benchmarks/verify_cost.py
 

@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Any
 
 # When a script here runs, benchmarks/ is sys.path[0], where a module may shadow an
-# optional package other libraries probe for (benchmarks/sparse.py is not PyPI's
-# `sparse`, which dask.array imports when found): the folder leaves the path.
+# optional package other libraries probe for (a file named like PyPI's `sparse`, which
+# dask.array imports when found, once broke dask here): the folder leaves the path.
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
 import numpy as np  # noqa: E402

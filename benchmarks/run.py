@@ -39,8 +39,8 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 
 # When a script here runs, benchmarks/ is sys.path[0], where a module may shadow an
-# optional package other libraries probe for (benchmarks/sparse.py is not PyPI's
-# `sparse`, which dask.array imports when found). The folder leaves the path; the
+# optional package other libraries probe for (a file named like PyPI's `sparse`, which
+# dask.array imports when found, once broke dask here). The folder leaves the path; the
 # benchmark's own modules are loaded from their files (bench_module()).
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 

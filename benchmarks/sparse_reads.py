@@ -2,9 +2,9 @@
 
 Usage::
 
-    python benchmarks/sparse.py                 # local + HTTP (20 ms latency server), ~5 min
-    python benchmarks/sparse.py --no-http       # local only
-    python benchmarks/sparse.py --pause 0       # back to back only
+    python benchmarks/sparse_reads.py                 # local + HTTP (20 ms latency server), ~5 min
+    python benchmarks/sparse_reads.py --no-http       # local only
+    python benchmarks/sparse_reads.py --pause 0       # back to back only
 
 One interleaved run (reader A, B, C, A, B, C, ...; a fresh tile cache before
 every timed read) compares, per workload:

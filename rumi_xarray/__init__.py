@@ -24,8 +24,11 @@ from rumi_xarray.errors import (
     RumiMemoryError,
     RumiSelectionError,
     RumiSettingsError,
+    RumiSettingsValueError,
+    RumiSourceTypeError,
     RumiUnsupportedError,
     RumiWriteError,
+    RumiWriteValueError,
 )
 from rumi_xarray.options import get_options, set_options
 
@@ -72,8 +75,11 @@ __all__ = [
     "RumiMemoryError",
     "RumiSelectionError",
     "RumiSettingsError",
+    "RumiSettingsValueError",
+    "RumiSourceTypeError",
     "RumiUnsupportedError",
     "RumiWriteError",
+    "RumiWriteValueError",
     "cache_info",
     "catalog",
     "clear_cache",

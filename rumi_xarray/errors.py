@@ -26,8 +26,11 @@ __all__ = [
     "RumiMemoryError",
     "RumiSelectionError",
     "RumiSettingsError",
+    "RumiSettingsValueError",
+    "RumiSourceTypeError",
     "RumiUnsupportedError",
     "RumiWriteError",
+    "RumiWriteValueError",
     "os_error",
     "with_context",
 ]
@@ -102,11 +105,31 @@ class RumiSettingsError(RumiError, RuntimeError):
     """A process-wide setting cannot be applied (librumi pinned it already)."""
 
 
+class RumiSettingsValueError(RumiSettingsError, ValueError):
+    """An option name or value (``set_options`` or its environment variable) is invalid.
+
+    A ``ValueError`` as well, as invalid option values always were.
+    """
+
+
+class RumiSourceTypeError(RumiError, TypeError):
+    """What was passed as a source is neither a path, a URL, bytes nor a file object."""
+
+
 class RumiWriteError(RumiError, OSError):
     """Writing a Rumi file (or its sidecar) failed."""
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else ""
+
+
+class RumiWriteValueError(RumiWriteError, ValueError):
+    """What a write was given cannot be stored (an option, labels, values).
+
+    Raised before anything is written. A ``ValueError`` as well, as such
+    errors always were; a :class:`RumiWriteError` so that one ``except``
+    catches every write failure.
+    """
 
 
 #: Builtin type -> the rumi_xarray type that also derives from it.

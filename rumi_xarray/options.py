@@ -41,6 +41,8 @@ from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Any
 
+from rumi_xarray.errors import RumiSettingsValueError
+
 __all__ = ["get_options", "set_options"]
 
 _ENV = {
@@ -77,9 +79,11 @@ def _bytes(name: str, value: Any) -> int | None:
         try:
             value = parse_bytes(value)
         except ValueError as exc:
-            raise ValueError(f"{name}: cannot read {value!r} as a size in bytes") from exc
+            raise RumiSettingsValueError(
+                f"option {name}: cannot read {value!r} as a size in bytes") from exc
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{name} must be a non-negative number of bytes, got {value!r}")
+        raise RumiSettingsValueError(
+            f"option {name} must be a non-negative number of bytes, got {value!r}")
     return int(value)
 
 
@@ -96,8 +100,8 @@ def _flag(name: str, value: Any, none_ok: bool = False) -> bool | None:
             return None
     if isinstance(value, bool):
         return value
-    raise ValueError(f"{name} must be True or False{' or None' if none_ok else ''}, "
-                     f"got {value!r}")
+    raise RumiSettingsValueError(
+        f"option {name} must be True or False{' or None' if none_ok else ''}, got {value!r}")
 
 
 def _threads(name: str, value: Any) -> int | None:
@@ -109,9 +113,11 @@ def _threads(name: str, value: Any) -> int | None:
         try:
             value = int(value)
         except ValueError:
-            raise ValueError(f"{name} must be a whole number, got {value!r}") from None
+            raise RumiSettingsValueError(
+                f"option {name} must be a whole number, got {value!r}") from None
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1024:
-        raise ValueError(f"{name} must be an integer from 1 to 1024, got {value!r}")
+        raise RumiSettingsValueError(
+            f"option {name} must be an integer from 1 to 1024, got {value!r}")
     return int(value)
 
 
@@ -137,7 +143,10 @@ def _load() -> dict[str, Any]:
                     try:
                         values[name] = _VALIDATE[name](variable, text)
                     except ValueError as exc:
-                        raise ValueError(f"environment variable {exc}") from None
+                        # The validators name the variable in place of the option.
+                        raise RumiSettingsValueError(
+                            f"environment variable {str(exc).removeprefix('option ')}"
+                        ) from None
             _values = values
         return _values
 
@@ -219,6 +228,14 @@ class set_options:  # noqa: N801  (named like xarray's set_options, used the sam
     sidecar : bool
         Read ``<file>.aux.json`` (nodata, scale, offset, units) when opening.
 
+    Raises
+    ------
+    RumiSettingsValueError
+        An unknown option or an invalid value (also a ``ValueError``).
+    RumiSettingsError
+        A librumi setting (``verify``, ``threads``) changed after librumi
+        fixed it at the first read.
+
     Examples
     --------
     >>> import rumi_xarray as rx
@@ -229,7 +246,9 @@ class set_options:  # noqa: N801  (named like xarray's set_options, used the sam
     def __init__(self, **options: Any) -> None:
         unknown = sorted(set(options) - set(_DEFAULTS))
         if unknown:
-            raise ValueError(f"unknown option(s) {unknown}; valid options: {sorted(_DEFAULTS)}")
+            raise RumiSettingsValueError(
+                f"set_options: unknown option(s) {unknown}; valid options: "
+                f"{sorted(_DEFAULTS)}")
         checked = {name: _VALIDATE[name](name, value) for name, value in options.items()}
         with _lock:
             values = _load()

@@ -9,6 +9,7 @@ per chunk.
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Iterable
 from typing import Any
@@ -23,11 +24,18 @@ from rumi_xarray.backend import (
 )
 from rumi_xarray.catalogs.table import COLUMNS, catalog
 from rumi_xarray.conventions import cf
-from rumi_xarray.errors import RumiCatalogError, RumiCatalogKeyError
+from rumi_xarray.errors import (
+    RumiCatalogError,
+    RumiCatalogKeyError,
+    RumiFileNotFoundError,
+    os_error,
+    with_context,
+)
 from rumi_xarray.model.cube import Cube, Scene, source_name
 from rumi_xarray.model.grid import Grid
 from rumi_xarray.native import reads
 from rumi_xarray.sources import resolve
+from rumi_xarray.sources.redact import redact_text
 
 DUPLICATES = ("keep", "first", "last", "error")
 #: The columns a catalog cannot do without.
@@ -37,7 +45,22 @@ REQUIRED = ("path", "header", "time_seconds", "bands")
 def _load(table: pd.DataFrame | str | os.PathLike[str]) -> pd.DataFrame:
     if isinstance(table, pd.DataFrame):
         return table.reset_index(drop=True)
-    return pd.read_parquet(os.fspath(table)).reset_index(drop=True)
+    path = os.fsdecode(table)
+    name = source_name(path)
+    try:
+        frame = pd.read_parquet(path)
+    except FileNotFoundError as exc:
+        raise os_error(RumiFileNotFoundError, errno.ENOENT,
+                       f"{name}: no such catalog file (open_catalog reads the Parquet table "
+                       f"written by rx.catalog(...).to_parquet(path))", name) from exc
+    except OSError as exc:
+        raise with_context(exc, f"{name}: cannot read the catalog", source=name) from exc
+    except (ValueError, TypeError, NotImplementedError, ImportError) as exc:
+        # pyarrow's ArrowInvalid (a ValueError) for files that are not Parquet.
+        raise RumiCatalogError(
+            f"{name}: not a readable Parquet catalog table ({type(exc).__name__}: "
+            f"{redact_text(' '.join(str(exc).split()))})") from exc
+    return frame.reset_index(drop=True)
 
 
 def _as_list(value: Any) -> list[Any] | None:
@@ -104,7 +127,7 @@ def _fact(row: pd.Series, key: str) -> Any:
 def _order(rows: pd.DataFrame, duplicates: str) -> pd.DataFrame:
     """Sort rows by time (then path) and apply the duplicates policy."""
     if duplicates not in DUPLICATES:
-        raise ValueError(f"duplicates must be one of {DUPLICATES}, got {duplicates!r}")
+        raise RumiCatalogError(f"duplicates must be one of {DUPLICATES}, got {duplicates!r}")
     key = rows["time_seconds"].map(lambda s: tuple(s))
     rows = rows.assign(_key=key).sort_values(["_key", "path", "_row"], kind="stable")
     dup = rows["_key"].duplicated(keep=False)
@@ -157,6 +180,15 @@ def open_catalog(table: pd.DataFrame | str | os.PathLike[str], *, chunks: Any = 
         (e.g. ``cloud_cover``) become coordinates along ``time``. A missing or
         unreadable file fails at compute time, naming its path and catalog
         row.
+
+    Raises
+    ------
+    RumiFileNotFoundError
+        The Parquet table does not exist (a ``FileNotFoundError``).
+    RumiCatalogError
+        The table is not Parquet, has no rows, or rows that cannot be
+        stacked (a ``ValueError``); :class:`RumiCatalogKeyError` when it
+        lacks a required column.
     """
     rows = _load(table)
     if rows.empty:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from rumi_xarray.errors import RumiSourceTypeError
 from rumi_xarray.sources import transport
 
 
@@ -24,6 +25,11 @@ def resolve(obj: Any, storage_options: dict[str, Any] | None = None
     str, bytes or RangeSource
         Paths and URLs librumi reads itself stay strings; fsspec-only URLs
         and file objects become range-read sources.
+
+    Raises
+    ------
+    RumiSourceTypeError
+        ``obj`` is none of these (also a ``TypeError``).
     """
     if isinstance(obj, transport.RangeSource):
         return obj
@@ -34,9 +40,15 @@ def resolve(obj: Any, storage_options: dict[str, Any] | None = None
     try:
         path = os.fspath(obj)
     except TypeError:
-        raise TypeError(
-            f"cannot open {type(obj).__name__!r} as a Rumi source: expected a path, "
-            f"a URL or bytes") from None
+        # Only plain numbers are echoed: other objects (dicts, lists...) may
+        # hold credentials, so only their type is named.
+        shown = (f"{obj!r} ({type(obj).__name__})"
+                 if obj is None or isinstance(obj, (int, float, complex))
+                 else f"a {type(obj).__name__} object")
+        raise RumiSourceTypeError(
+            f"cannot open {shown} as a Rumi source: "
+            f"expected a path (str or os.PathLike), a URL, bytes, or a binary file "
+            f"object with read() and seek()") from None
     if isinstance(path, bytes):
         path = os.fsdecode(path)
     if transport.needs_fsspec(path):

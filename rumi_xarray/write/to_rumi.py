@@ -18,8 +18,9 @@ beside the file and renamed right after it; a stale sidecar is removed.
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -27,7 +28,13 @@ import xarray as xr
 
 from rumi_xarray import progress as progress_bars
 from rumi_xarray.conventions import cf
-from rumi_xarray.errors import RumiError, RumiWriteError, with_context
+from rumi_xarray.errors import (
+    RumiError,
+    RumiWriteError,
+    RumiWriteValueError,
+    os_error,
+    with_context,
+)
 from rumi_xarray.native.files import write_file
 from rumi_xarray.native.frames import (
     DEFAULT_CODEC,
@@ -104,22 +111,35 @@ def write_array(path: str | os.PathLike[str], data: Any, *, bands: Sequence[str]
     -------
     bytes
         The external header.
+
+    Raises
+    ------
+    RumiWriteValueError
+        An option, label or value that cannot be stored (also a
+        ``ValueError``), raised before anything is written.
+    TypeError
+        A sample type Rumi cannot store.
+    RumiWriteError
+        The destination cannot be written.
     """
-    target = _target(path)
-    if data.ndim != 4:
-        raise ValueError(f"{target}: write_array takes (time, band, y, x), got {data.ndim} axes")
-    pattern = _pattern(target, frame, pattern)
-    _check_tile_size(target, tile_size)
-    dtype = check_dtype(target, np.dtype(data.dtype))
-    compress = Compressor(codec, error)
-    compress.check(dtype, target)
-    facts = {"nodata": nodata, "scale_factor": scale_factor, "add_offset": add_offset,
-             "units": units, "decoded_dtype": None if decoded_dtype is None
-             else str(np.dtype(decoded_dtype))}
-    try:
-        cf.cf_attributes(facts, dtype, target)  # nodata fits the samples, known types
-    except RumiError as exc:
-        raise ValueError(str(exc)) from None
+    target = os.fsdecode(path)
+    with given_input(target):
+        target = _target(path)
+        if data.ndim != 4:
+            raise ValueError(f"{target}: write_array takes (time, band, y, x), "
+                             f"got {data.ndim} axes")
+        pattern = _pattern(target, frame, pattern)
+        _check_tile_size(target, tile_size)
+        dtype = check_dtype(target, np.dtype(data.dtype))
+        compress = Compressor(codec, error)
+        compress.check(dtype, target)
+        facts = {"nodata": nodata, "scale_factor": scale_factor, "add_offset": add_offset,
+                 "units": units, "decoded_dtype": None if decoded_dtype is None
+                 else str(np.dtype(decoded_dtype))}
+        try:
+            cf.cf_attributes(facts, dtype, target)  # nodata fits the samples, known types
+        except RumiError as exc:
+            raise ValueError(str(exc)) from None
     sidecar = cf.SidecarUpdate(target, facts)
     with atomic_path(target) as temporary:
         try:
@@ -148,6 +168,30 @@ def write_array(path: str | os.PathLike[str], data: Any, *, bands: Sequence[str]
         raise with_context(exc, f"{cf.sidecar_path(target)}: cannot write the sidecar",
                            source=target, kind=RumiWriteError) from exc
     return header
+
+
+@contextlib.contextmanager
+def given_input(target: str) -> Iterator[None]:
+    """Raise a ``ValueError`` about what a write was given as :class:`RumiWriteValueError`.
+
+    The checks of options, labels and values raise plain ``ValueError``;
+    at the public entry points they become a :class:`RumiError` naming the
+    destination (still a ``ValueError``, as they always were).
+
+    Parameters
+    ----------
+    target : str
+        The destination, named in the message when it is not already.
+    """
+    try:
+        yield
+    except RumiError:
+        raise
+    except ValueError as exc:
+        text = str(exc)
+        if not text.startswith(target):
+            text = f"{target}: {text}"
+        raise os_error(RumiWriteValueError, None, text, target) from exc
 
 
 def _target(path: str | os.PathLike[str]) -> str:
@@ -325,23 +369,32 @@ def to_rumi(obj: xr.DataArray | xr.Dataset, path: str | os.PathLike[str], *,
 
     Raises
     ------
-    ValueError
-        Labels or georeferencing Rumi cannot store: duplicate or empty band
-        names, missing/NaT/fractional-second/non-increasing times, a CRS
-        without an EPSG code, a transform without a CRS, irregular
-        coordinates, extra dimensions. Raised before any frame is compressed.
+    RumiWriteValueError
+        Options, labels or georeferencing Rumi cannot store, naming the
+        destination: an unknown ``codec`` or ``frame``, a ``tile_size``
+        outside 1 to 65535, duplicate or empty band names,
+        missing/NaT/fractional-second/non-increasing times (data without a
+        time coordinate need ``time=``), a CRS without an EPSG code, a
+        transform without a CRS, irregular coordinates, extra dimensions.
+        Raised before any frame is compressed. A :class:`RumiWriteError`
+        and a ``ValueError``.
+    RumiFormatError
+        Values that do not fit the stored type, found while compressing (a
+        ``ValueError``; nothing is written).
     TypeError
         A sample type Rumi cannot store (datetime64, object, strings...).
-    OSError
-        The destination cannot be written.
+    RumiWriteError
+        The destination cannot be written (an ``OSError``).
     """
-    target = _target(path)
-    pattern = _pattern(target, frame, None)
-    _check_tile_size(target, tile_size)
-    prepared = prepare(obj, target, band_dim=band_dim, time_dim=time_dim,
-                       variable=variable, time=time, crs=crs,
-                       chunks=frame_chunks(pattern, tile_size), encode_cf=encode_cf,
-                       dtype=dtype)
+    target = os.fsdecode(path)
+    with given_input(target):
+        target = _target(path)
+        pattern = _pattern(target, frame, None)
+        _check_tile_size(target, tile_size)
+        prepared = prepare(obj, target, band_dim=band_dim, time_dim=time_dim,
+                           variable=variable, time=time, crs=crs,
+                           chunks=frame_chunks(pattern, tile_size), encode_cf=encode_cf,
+                           dtype=dtype)
     data = prepared.data.data
     facts = prepared.facts
     return write_array(target, data, bands=prepared.bands, time=prepared.time,

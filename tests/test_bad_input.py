@@ -69,6 +69,10 @@ def test_unreachable_url_names_it_without_credentials():
     text = str(info.value)
     assert f"127.0.0.1:{port}/x.rumi" in text
     assert "s3cret" not in text and "deadbeef" not in text and "alice" not in text
+    # one redaction style, and the URL not repeated back to back
+    assert "<redacted>" not in text
+    named = f"http://***@127.0.0.1:{port}/x.rumi?***"
+    assert f"{named}: {named}" not in text and text.count(named) <= 2, text
 
 
 def test_out_of_range_selection_names_file(good):

@@ -51,6 +51,9 @@ def redact(source: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, query, fragment))
 
 
+_REPEAT = re.compile(r"(\S+: )\1+")
+
+
 def redact_text(text: str) -> str:
     """Redact every URL found inside a free-form message, naming objects by URL.
 
@@ -68,7 +71,10 @@ def redact_text(text: str) -> str:
     text = _VSICURL.sub("", text)
     text = _VSI_PATH.sub(lambda m: _VSI[m.group(1)], text)
     text = _XML_ERROR.sub(_xml_summary, text)
-    return _URL.sub(_redact_match, text)
+    # librumi redacts with its own marker: one style, so repeats can be seen as such.
+    text = _URL.sub(_redact_match, text.replace("<redacted>", "***"))
+    # "could not open URL: URL: cause" names the same source twice in a row.
+    return _REPEAT.sub(r"\1", text)
 
 
 def _redact_match(match: re.Match[str]) -> str:

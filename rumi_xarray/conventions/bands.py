@@ -3,7 +3,9 @@
 A Rumi file names every band with a free text, often several fields such as
 ``"B04, Red, 665nm"``. Read side, following stackstac and odc-stac: ``band``
 holds a short unique name (the first field when those are unique, else the
-whole text) so that ``sel(band="B04")`` works; the whole text stays in
+whole text) so that ``sel(band="B04")`` works; fields are separated by commas
+outside brackets, so ``"land cover (0 water, 1 forest)"`` is a single field,
+its own short name. The whole text stays in
 ``band_text``, and ``common_name`` (STAC's electro-optical names: ``red``,
 ``nir``...) and ``center_wavelength`` (micrometres) are parsed from it when the
 text carries them. Write side: the text of each band comes from
@@ -63,7 +65,7 @@ class BandLabels:
         BandLabels
         """
         texts = tuple(str(t) for t in texts)
-        fields = [[f.strip() for f in t.split(",")] for t in texts]
+        fields = [top_level_fields(t) for t in texts]
         first = [f[0] for f in fields]
         unique = len(set(first)) == len(first) and all(first)
         names = tuple(first) if unique else texts
@@ -93,6 +95,55 @@ class BandLabels:
                 "band", np.array(self.wavelengths, dtype=np.float64),
                 {"long_name": "centre wavelength", "units": "um"})
         return out
+
+
+#: Brackets whose commas belong to the text inside them, not to the field list.
+_OPENING = {"(": ")", "[": "]", "{": "}"}
+
+
+def top_level_fields(text: str) -> list[str]:
+    """Split a band text into its comma-separated fields, stripped.
+
+    Commas inside brackets do not split: ``"land cover (0 water, 1 forest)"``
+    is one field, ``"B04, Red, 665nm"`` three. An unbalanced closing bracket
+    is ordinary text; an unclosed opening one keeps the rest in its field.
+
+    Parameters
+    ----------
+    text : str
+
+    Returns
+    -------
+    list of str
+        At least one field (``[""]`` for an empty text).
+    """
+    fields: list[str] = []
+    closers: list[str] = []
+    start = 0
+    for i, char in enumerate(text):
+        if char in _OPENING:
+            closers.append(_OPENING[char])
+        elif closers and char == closers[-1]:
+            closers.pop()
+        elif char == "," and not closers:
+            fields.append(text[start:i].strip())
+            start = i + 1
+    fields.append(text[start:].strip())
+    return fields
+
+
+def short_name(text: str) -> str:
+    """Return the first top-level field of a band text (``"B04"`` of ``"B04, Red, 665nm"``).
+
+    Parameters
+    ----------
+    text : str
+
+    Returns
+    -------
+    str
+    """
+    return top_level_fields(text)[0]
 
 
 def _common_name(fields: Sequence[str]) -> str:

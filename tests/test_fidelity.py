@@ -476,9 +476,19 @@ def test_band_texts_round_trip_in_full(converted: Path, tmp_path: Path) -> None:
     subset = tmp_path / "subset.rumi"
     to_rumi(ds.sel(band=["B11", "B04"]), subset)
     assert rumi.info(source=os.fspath(subset)).bands == [TEXTS[2], TEXTS[0]]
+    # band_as_variable keeps each full text in long_name: it is what is stored,
+    # so the band companions come back as they were.
     by_variable = tmp_path / "by_variable.rumi"
     to_rumi(rx.open_dataset(converted, band_as_variable=True), by_variable)
-    assert rumi.info(source=os.fspath(by_variable)).bands == ["B04", "B08", "B11"]
+    assert rumi.info(source=os.fspath(by_variable)).bands == TEXTS
+    back = rx.open_dataset(by_variable)
+    for name in ("band", "band_text", "common_name", "center_wavelength"):
+        xr.testing.assert_identical(back[name], ds[name])
+    np.testing.assert_array_equal(back.band_data.values, ds.band_data.values)
+    for band in ds.band.values:
+        np.testing.assert_array_equal(
+            rx.open_dataset(by_variable, band_as_variable=True)[str(band)].values,
+            ds.band_data.sel(band=band).values)
     # rioxarray objects: GDAL descriptions, one text for several equal ones.
     same = write_geotiff(tmp_path / "same.tif", reflectance()[:2], descriptions=["NIR"] * 2)
     to_rumi(rioxarray.open_rasterio(same), tmp_path / "same.rumi", time="2024-01-01")

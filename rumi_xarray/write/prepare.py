@@ -201,13 +201,30 @@ def _stack_bands(ds: xr.Dataset, names: list[Hashable], where: str, band_dim: st
     if len(dims) > 1:
         raise ValueError(f"{where}: the variables written as bands must share dimensions, "
                          f"got {sorted(dims)}")
-    labels = [str(n) for n in names]
+    labels = [_band_text(ds[name], name) for name in names]
     stacked = xr.concat(arrays, dim=band_dim, coords="minimal", compat="override",
                         join="override", combine_attrs="drop_conflicts")
     attrs, encoding = cf.packing(arrays[0])
     stacked.attrs.update(attrs)
     stacked.encoding.update(encoding)
     return stacked.assign_coords({band_dim: labels}).rename(None)
+
+
+def _band_text(da: xr.DataArray, name: Hashable) -> str:
+    """Return the band text to store for the variable ``name`` of a Dataset.
+
+    ``band_as_variable=True`` names each variable by its short band name and
+    keeps the full text (``"B02, Blue, 490nm"``) in ``long_name``: that text
+    is stored, so reopening gives the same ``band_text``, ``common_name`` and
+    ``center_wavelength``. Any other ``long_name`` (a description that does
+    not start with the variable's name as its first field) is not a band
+    text, and the variable name is stored.
+    """
+    label = str(name)
+    text = da.attrs.get("long_name")
+    if isinstance(text, str) and band_conv.short_name(text) == label:
+        return text
+    return label
 
 
 def _same_cf(arrays: list[xr.DataArray], names: list[Hashable], where: str

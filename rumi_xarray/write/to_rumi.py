@@ -268,7 +268,9 @@ def to_rumi(obj: xr.DataArray | xr.Dataset, path: str | os.PathLike[str], *,
     - **data**: a DataArray; or from a Dataset, ``variable``, else
       ``band_data``, else its only raster variable (one with y and x
       dimensions), else all its raster variables as one band each, named by
-      variable (the layout ``band_as_variable=True`` opens). Dimensions may
+      variable (the layout ``band_as_variable=True`` opens; a variable's
+      ``long_name`` whose first field is its name, as that layout keeps the
+      full text ``"B04, Red, 665nm"`` for ``B04``, is stored instead). Dimensions may
       come in any order and are transposed to ``(time, band, y, x)``;
       ``band`` and ``time`` may be missing (one band, one time step).
       y/x are the dimensions named ``y``/``lat``/``latitude`` and

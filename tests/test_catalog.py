@@ -308,3 +308,11 @@ def test_fsspec_sources_read_their_sidecar(tmp_path):
         cube = rx.open_catalog(rx.catalog([url], storage_options=options[name]),
                                storage_options=options[name])
         np.testing.assert_array_equal(cube.band_data.values, expected.values, err_msg=name)
+
+
+def test_a_glob_over_http_says_http_cannot_be_listed(http_server, scenes, remote_dir):
+    (remote_dir / "listed").mkdir(exist_ok=True)
+    (remote_dir / "listed" / "a.rumi").write_bytes(scenes[1][0].read_bytes())
+    pattern = http_server.url("listed") + "/*.rumi"
+    with pytest.raises(rx.RumiFileNotFoundError, match="HTTP servers cannot be listed"):
+        rx.open_mfdataset(pattern)

@@ -15,6 +15,7 @@ import os
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
+from urllib.parse import unquote
 
 import pandas as pd
 
@@ -55,10 +56,14 @@ def _glob(pattern: str, storage_options: dict[str, Any] | None) -> list[str]:
 
     fs, _, paths = fsspec.get_fs_token_paths(pattern, storage_options=storage_options or {})
     protocol = fs.protocol[0] if isinstance(fs.protocol, tuple) else fs.protocol
-    found = sorted(paths)
+    # fsspec hands back the pattern itself when an HTTP server gives no listing.
+    found = sorted(p for p in paths if not any(ch in unquote(p) for ch in "*?["))
     if not found:
+        # An HTTP server has no listing to glob: say so rather than "no match".
+        why = (" (HTTP servers cannot be listed: pass the URLs themselves, or use a "
+               "catalog or STAC Items)" if protocol in ("http", "https") else "")
         raise os_error(RumiFileNotFoundError, errno.ENOENT,
-                       f"{redact(pattern)}: no file matches", redact(pattern))
+                       f"{redact(pattern)}: no file matches{why}", redact(pattern))
     if protocol in ("file", "local"):
         return [os.path.abspath(p) for p in found]
     return [fs.unstrip_protocol(p) for p in found]

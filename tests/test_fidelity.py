@@ -87,8 +87,19 @@ def convert(*argv: object) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
+def strict_json(text: str) -> dict:
+    """Parse JSON as jq and other languages do: NaN and Infinity are not JSON."""
+    def refuse(constant: str) -> None:
+        raise ValueError(f"{constant} is not valid JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
 def sidecar(path: Path) -> dict:
-    return json.loads(Path(f"{path}.aux.json").read_text())
+    """The sidecar's content, with its "nan"/"inf"/"-inf" numbers as floats."""
+    content = strict_json(Path(f"{path}.aux.json").read_text())
+    return {k: float(v) if k in ("nodata", "scale_factor", "add_offset")
+            and isinstance(v, str) else v for k, v in content.items()}
 
 
 def stored_dtype(path: Path) -> np.dtype:
@@ -240,10 +251,9 @@ def test_decoded_values_on_request(tif: Path, tmp_path: Path) -> None:
     out = tmp_path / "decoded.rumi"
     to_rumi(peer, out, time="2024-05-01", tile_size=16, encode_cf=False)
     assert stored_dtype(out) == np.float32
-    assert sidecar(out) == {"format": "rumi-xarray-sidecar", "version": 1,
-                            "nodata": None, "units": "reflectance"} | {"nodata": sidecar(
-                                out)["nodata"]}
-    assert np.isnan(sidecar(out)["nodata"])
+    facts = sidecar(out)
+    assert np.isnan(facts.pop("nodata"))
+    assert facts == {"format": "rumi-xarray-sidecar", "version": 1, "units": "reflectance"}
     back = rx.open_dataset(out).band_data
     np.testing.assert_array_equal(back.values[0], peer.values)
     assert np.isnan(back.rio.nodata)
@@ -322,6 +332,33 @@ def test_values_that_do_not_fit_the_packed_type_raise_and_leave_nothing(tif: Pat
     with pytest.raises(ValueError, match="NaN values cannot be stored as uint16"):
         to_rumi(nodata_less, target, time="2024-05-01")
     assert os.listdir(tmp_path) == ["scene.tif"]
+
+
+def test_a_nan_nodata_sidecar_is_strict_json(tmp_path: Path) -> None:
+    data = reflectance().astype(np.float32) / 10000
+    data[:, :6, :9] = np.nan
+    tif = write_geotiff(tmp_path / "nan.tif", data, nodata=float("nan"))
+    out = tmp_path / "nan.rumi"
+    code, _, err = convert("convert", tif, out, "--time", "2024-05-01")
+    assert code == 0, err
+    text = Path(f"{out}.aux.json").read_text()
+    assert strict_json(text)["nodata"] == "nan"
+    peer = rioxarray.open_rasterio(tif, mask_and_scale=True)
+    ds = rx.open_dataset(out)
+    assert np.isnan(ds.band_data.rio.nodata)
+    np.testing.assert_array_equal(ds.band_data.isel(time=0).values, peer.values)
+    # Sidecars written before hold a bare NaN, which Python's json reads: they still open.
+    Path(f"{out}.aux.json").write_text(text.replace('"nan"', "NaN"))
+    assert "NaN" in Path(f"{out}.aux.json").read_text()
+    again = rx.open_dataset(out)
+    assert np.isnan(again.band_data.rio.nodata)
+    np.testing.assert_array_equal(again.band_data.isel(time=0).values, peer.values)
+    # Infinite nodata is spelled "inf"/"-inf" and read back as a number.
+    ninf = tmp_path / "ninf.rumi"
+    write_array(ninf, data[None], bands=["a", "b", "c"], time=["2024-05-01"],
+                nodata=-np.inf)
+    assert strict_json(Path(f"{ninf}.aux.json").read_text())["nodata"] == "-inf"
+    assert rx.open_dataset(ninf, mask_and_scale=False).band_data.attrs["_FillValue"] == -np.inf
 
 
 def test_a_stale_sidecar_is_removed_and_a_new_one_replaces_it(tif: Path, tmp_path: Path

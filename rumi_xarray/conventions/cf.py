@@ -56,6 +56,10 @@ _CF_NAMES = {"nodata": "_FillValue", "scale_factor": "scale_factor",
 FACTS = (*_CF_NAMES, "decoded_dtype")
 #: CF attributes that describe packing and masking.
 _PACKING = ("_FillValue", "missing_value", "scale_factor", "add_offset")
+#: Sidecar keys holding numbers, which may be NaN or infinite.
+_NUMBERS = ("nodata", "scale_factor", "add_offset")
+#: JSON has no NaN or infinity: the sidecar spells them as GDAL's .aux.xml does.
+_NON_FINITE = {"nan": math.nan, "inf": math.inf, "+inf": math.inf, "-inf": -math.inf}
 
 
 def sidecar_path(source: str) -> str:
@@ -109,13 +113,31 @@ def read_sidecar(source: Any, storage_options: Mapping[str, Any] | None = None,
     if text is None:
         return {}
     try:
+        # Sidecars written before NaN was spelled "nan" hold a bare NaN
+        # (Python's json accepts it by default): they still read.
         content = json.loads(text)
     except ValueError as exc:
         raise RumiFormatError(f"{target}: not a valid sidecar (JSON): {exc}") from exc
     if not isinstance(content, dict) or content.get("format") != SIDECAR_FORMAT:
         raise RumiFormatError(f"{target}: not a rumi-xarray sidecar (no "
                               f"\"format\": \"{SIDECAR_FORMAT}\")")
-    return {k: content[k] for k in FACTS if content.get(k) is not None}
+    return {k: _from_json(k, content[k]) for k in FACTS if content.get(k) is not None}
+
+
+def _to_json(key: str, value: Any) -> Any:
+    """Return a fact as valid JSON holds it: NaN and infinities as ``"nan"``, ``"inf"``..."""
+    if key in _NUMBERS and isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    return value
+
+
+def _from_json(key: str, value: Any) -> Any:
+    """Return a fact as read from JSON: ``"nan"``, ``"inf"``, ``"-inf"`` as floats."""
+    if key in _NUMBERS and isinstance(value, str):
+        number = _NON_FINITE.get(value.strip().lower())
+        if number is not None:
+            return number
+    return value
 
 
 def _fetch(target: str, storage_options: Mapping[str, Any] | None) -> str | None:
@@ -185,7 +207,8 @@ class SidecarUpdate:
 
     def __init__(self, path: str | os.PathLike[str], facts: Mapping[str, Any]) -> None:
         self.target = sidecar_path(os.fspath(path))
-        self.content = {k: _plain(v) for k, v in facts.items() if k in FACTS and v is not None}
+        self.content = {k: _to_json(k, _plain(v)) for k, v in facts.items()
+                        if k in FACTS and v is not None}
         self.temporary: str | None = None
 
     def stage(self) -> None:
@@ -198,7 +221,8 @@ class SidecarUpdate:
         content = {"format": SIDECAR_FORMAT, "version": SIDECAR_VERSION, **self.content}
         try:
             with open(self.temporary, "w", encoding="utf-8") as f:
-                json.dump(content, f, indent=1, allow_nan=True)
+                # Strict JSON (jq, JavaScript, other languages read it as is).
+                json.dump(content, f, indent=1, allow_nan=False)
                 f.write("\n")
         except BaseException:
             self.discard()

@@ -143,7 +143,19 @@ def tif_items(scenes: list[dict[str, Any]]) -> list[pystac.Item]:
 
 
 def computed(ds: xr.Dataset) -> xr.Dataset:
-    return ds.compute()
+    """Return ``ds`` computed, without the CF copy of ``nodata`` that odc-stac lacks.
+
+    rx.open_stac's raw variables carry ``_FillValue`` (so xr.decode_cf decodes them)
+    beside odc-stac's ``nodata``: it must be that very value, and is dropped so the
+    rest compares with odc-stac as identical.
+    """
+    out = ds.compute()
+    for name in out.data_vars:
+        attrs = out.variables[name].attrs
+        if "_FillValue" in attrs:
+            fill = attrs.pop("_FillValue")
+            assert fill == attrs["nodata"] and type(fill) is type(attrs["nodata"]), name
+    return out
 
 
 # --- STAC out ------------------------------------------------------------------------
@@ -224,7 +236,8 @@ def test_to_stac_time_series_and_intervals(tmp_path):
         ds.time.values, np.array(["2024-01-01", "2024-02-01T12:00", "2024-03-01"],
                                  dtype="datetime64[ns]"))
     np.testing.assert_array_equal(ds.b.values, data[:, 1])  # raw samples, as odc-stac
-    assert ds.b.attrs == {"nodata": -1, "units": "K", "scale_factor": 0.5, "add_offset": 10.0}
+    assert ds.b.attrs == {"nodata": -1, "_FillValue": -1, "units": "K", "scale_factor": 0.5,
+                          "add_offset": 10.0}
     ds = rx.open_stac([b], band_as_variable=False)
     np.testing.assert_array_equal(ds.band_data.values, data[:2])
     np.testing.assert_array_equal(ds.time_bnds.values, np.array(
@@ -432,6 +445,138 @@ def test_time_is_nanoseconds_on_every_path(scenes, rumi_items, tif_items):
     expected = [np.datetime64(s["when"].replace(tzinfo=None), "ns") for s in scenes
                 if s["tile"] == "B"]
     np.testing.assert_array_equal(ours["shared, lazy"].time.values, expected)
+
+
+# --- nodata, scale and offset: raw (odc-stac) or decoded (open_dataset) ---------------
+
+#: Packing of the reflectance files: int16 samples, -9999 nodata, 1e-4 scale, -0.1 offset.
+PACKING = {"_FillValue": -9999, "scale_factor": 1e-4, "add_offset": -0.1}
+PACKED_BANDS = ["B04, Red, 665nm", "B08, NIR, 842nm"]
+#: Their grid: UTM 33N, 60 m, 40 x 50 pixels.
+PACKED_GRID = GeoBox((40, 50), Affine(60.0, 0.0, 500000.0, 0.0, -60.0, 5000000.0),
+                     "EPSG:32633")
+
+
+def write_packed(path: Path, k: int, when: dt.datetime, *, via: str) -> np.ndarray:
+    """Write reflectances (NaN holes) with rx.to_rumi, packed per CF; return the floats.
+
+    ``via="encoding"``: floats with the packing in ``encoding`` (as xarray decodes a
+    netCDF); ``via="attrs"``: the raw int16 samples with the packing in ``attrs`` (as
+    rioxarray's ``mask_and_scale=False`` gives them).
+    """
+    rng = np.random.default_rng(k)
+    values = np.round(rng.uniform(-0.1, 0.9, (1, 2, *PACKED_GRID.shape.yx)), 4)
+    values[:, 0, 5:15, 10 + k:30] = np.nan
+    values[:, 1, 30:, :8] = np.nan
+    coords = {"time": [np.datetime64(when.replace(tzinfo=None), "ns")],
+              "band": PACKED_BANDS, **{str(n): c.values for n, c in
+                                       PACKED_GRID.coordinates.items()}}
+    da = xr.DataArray(values.astype(np.float32), dims=("time", "band", "y", "x"),
+                      coords=coords).rio.write_crs(32633)
+    if via == "encoding":
+        da.encoding = {**PACKING, "dtype": "int16"}
+    else:
+        raw = np.round((values - PACKING["add_offset"]) / PACKING["scale_factor"])
+        da = da.copy(data=np.where(np.isnan(values), -9999, raw).astype(np.int16))
+        da.attrs.update(PACKING)
+    rx.to_rumi(da, path, tile_size=16, progress=False)
+    return values
+
+
+@pytest.fixture(scope="module")
+def packed(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    folder = tmp_path_factory.mktemp("packed")
+    paths = [folder / "p0.rumi", folder / "p1.rumi"]
+    write_packed(paths[0], 0, dt.datetime(2024, 5, 1, 10, 30, tzinfo=UTC), via="encoding")
+    write_packed(paths[1], 1, dt.datetime(2024, 5, 11, 10, 30, tzinfo=UTC), via="attrs")
+    return paths
+
+
+def decoded_three_ways(items: list[pystac.Item], **kw: Any) -> tuple[xr.Dataset, ...]:
+    """Return the raw load, its xr.decode_cf, and the mask_and_scale=True load."""
+    raw = rx.open_stac(items, **kw)
+    return raw, xr.decode_cf(raw), rx.open_stac(items, mask_and_scale=True, **kw)
+
+
+def assert_same_numbers(a: xr.DataArray, b: Any) -> None:
+    """Equal values, NaN at the same places, in the same dtype."""
+    b = np.asarray(b)
+    assert a.dtype == b.dtype
+    np.testing.assert_array_equal(np.isnan(a.values), np.isnan(b))
+    np.testing.assert_array_equal(a.values, b)
+
+
+@pytest.mark.parametrize("chunks", [None, {}])
+def test_mask_and_scale_equals_open_dataset_on_a_shared_grid(packed, chunks):
+    items = rx.to_stac(packed)
+    assert items[0].assets["data"].extra_fields["raster:bands"][0]["scale"] == 1e-4
+    ref = xr.concat([xr.open_dataset(p, engine="rumi") for p in packed], "time")
+    stored = xr.concat([xr.open_dataset(p, engine="rumi", mask_and_scale=False)
+                        for p in packed], "time")
+    assert ref.band_data.dtype == np.float32 and ref.band_data.isnull().any()
+    raw, via_decode_cf, decoded = decoded_three_ways(items, chunks=chunks)
+    assert decoded.B04.rumi.sources  # the catalog cube, not the reprojecting path
+    for name in ("B04", "B08"):
+        # raw: odc-stac's samples and nodata attribute, plus the CF attributes
+        assert_same_numbers(raw[name], stored.band_data.sel(band=name))
+        assert raw[name].attrs["nodata"] == -9999 == raw[name].attrs["_FillValue"]
+        assert raw[name].rio.nodata == -9999 and raw[name].rio.encoded_nodata is None
+        # decoded both ways: what open_dataset gives, NaN positions included
+        assert_same_numbers(decoded[name], ref.band_data.sel(band=name))
+        assert_same_numbers(via_decode_cf[name], ref.band_data.sel(band=name))
+        assert np.isnan(decoded[name].attrs["nodata"])
+        assert np.isnan(decoded[name].rio.nodata) and decoded[name].rio.encoded_nodata == -9999
+        assert decoded[name].encoding["scale_factor"] == ref.band_data.encoding["scale_factor"]
+    stacked = rx.open_stac(items, band_as_variable=False, mask_and_scale=True, chunks=chunks)
+    assert_same_numbers(stacked.band_data, ref.band_data)
+
+
+@pytest.mark.parametrize("chunks", [None, {"time": 1, "y": 32, "x": 48}])
+def test_mask_and_scale_on_a_reprojecting_grid(packed, chunks):
+    """Nearest onto a grid twice as fine, and onto a grid reaching past the files."""
+    items = rx.to_stac(packed)
+    ref = xr.concat([xr.open_dataset(p, engine="rumi") for p in packed], "time").band_data
+    stored = xr.concat([xr.open_dataset(p, engine="rumi", mask_and_scale=False)
+                        for p in packed], "time").band_data
+    fine = GeoBox((80, 100), Affine(30.0, 0.0, 500000.0, 0.0, -30.0, 5000000.0), "EPSG:32633")
+    padded = PACKED_GRID.pad(4)
+
+    def on_fine(a: Any) -> np.ndarray:
+        return np.repeat(np.repeat(np.asarray(a), 2, axis=-2), 2, axis=-1)
+
+    def on_padded(a: Any, fill: Any) -> np.ndarray:
+        a = np.asarray(a)
+        out = np.full((*a.shape[:-2], a.shape[-2] + 8, a.shape[-1] + 8), fill, dtype=a.dtype)
+        out[..., 4:-4, 4:-4] = a
+        return out
+
+    for gbox, expect in ((fine, on_fine), (padded, on_padded)):
+        raw, via_decode_cf, decoded = decoded_three_ways(items, geobox=gbox, chunks=chunks)
+        assert "rumi_header" not in decoded.B04.encoding  # the reprojecting path
+        assert decoded.odc.geobox == gbox
+        for name in ("B04", "B08"):
+            band_ref, band_raw = ref.sel(band=name), stored.sel(band=name)
+            args = () if expect is on_fine else (np.float32(np.nan),)
+            raw_args = () if expect is on_fine else (np.int16(-9999),)
+            assert_same_numbers(raw[name], expect(band_raw, *raw_args))
+            assert_same_numbers(decoded[name], expect(band_ref, *args))
+            assert_same_numbers(via_decode_cf[name], expect(band_ref, *args))
+            assert raw[name].rio.nodata == -9999
+            assert np.isnan(decoded[name].rio.nodata) and decoded[name].rio.encoded_nodata == -9999
+        if chunks is None:
+            assert isinstance(decoded.B04.variable._data, np.ndarray)  # loaded, as asked
+
+
+def test_mask_and_scale_refuses_items_with_different_scales(packed, tmp_path):
+    other = tmp_path / "other.rumi"
+    write_packed(other, 2, dt.datetime(2024, 5, 21, 10, 30, tzinfo=UTC), via="encoding")
+    cf.write_sidecar(other, {**cf.read_sidecar(str(other)), "scale_factor": 2e-4})
+    items = rx.to_stac([*packed, other])
+    with pytest.raises(rx.RumiCatalogError, match=r"other\.rumi.*scale/offset"):
+        rx.open_stac(items, mask_and_scale=True)
+    with pytest.warns(UserWarning, match="no scale_factor/add_offset attribute"):
+        raw = rx.open_stac(items)
+    assert "scale_factor" not in raw.B04.attrs and raw.B04.attrs["_FillValue"] == -9999
 
 
 # --- requests ------------------------------------------------------------------------

@@ -21,30 +21,37 @@ Either way the Dataset follows odc-stac's conventions, so code written for
 longitude`` for geographic grids), coordinates from odc-geo
 (``xr_coords``: ``x``/``y`` with ``units``, ``resolution`` and ``crs``
 attributes, and a ``spatial_ref`` coordinate), a ``time`` coordinate of
-naive UTC ``datetime64[ns]`` (the first Item of each group), one variable per band named
-as requested, raw samples (nodata, scale and offset are not applied) with
-``nodata`` in the variable's attributes (plus ``units``, ``scale_factor``
-and ``add_offset`` when the Items give them) and
+naive UTC ``datetime64[ns]`` (the first Item of each group), one variable
+per band named as requested, raw samples (nodata, scale and offset are not
+applied) with ``nodata`` in the variable's attributes and
 ``encoding["grid_mapping"] == "spatial_ref"``, so ``ds.odc.geobox`` and
-``ds.rio`` work.
+``ds.rio`` work. The raw variables also carry their CF attributes
+(``_FillValue`` equal to ``nodata``, ``scale_factor``, ``add_offset``,
+``units``, as rioxarray's ``mask_and_scale=False`` gives them), so
+``xr.decode_cf(ds)`` gives what ``mask_and_scale=True`` gives: the values
+``xr.open_dataset(engine="rumi")`` gives for the same files.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+import warnings
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import xarray as xr
 
+from rumi_xarray.conventions import cf
 from rumi_xarray.conventions.bands import BandLabels
-from rumi_xarray.errors import RumiCatalogKeyError
+from rumi_xarray.errors import RumiCatalogError, RumiCatalogKeyError
 from rumi_xarray.model.cube import Scene
 from rumi_xarray.stac import grid as grids
 from rumi_xarray.stac import plan as planning
 from rumi_xarray.stac.parse import StacSource, catalog_table, parse_items
 
 VARIABLE = "band_data"
+#: CF attributes that pack or mask samples (xarray's decoder moves them to encoding).
+_PACKING = ("_FillValue", "scale_factor", "add_offset")
 
 
 def open_stac(items: Any, bands: str | Sequence[str] | None = None, *, crs: Any = None,
@@ -52,7 +59,7 @@ def open_stac(items: Any, bands: str | Sequence[str] | None = None, *, crs: Any 
               geobox: Any = None, like: Any = None, geopolygon: Any = None,
               anchor: Any = None, groupby: str | None = "time", chunks: Any = None,
               resampling: str = "nearest", band_as_variable: bool = True,
-              nodata: float | None = None,
+              nodata: float | None = None, mask_and_scale: bool = False,
               storage_options: dict[str, Any] | None = None) -> xr.Dataset:
     """Load STAC Items of Rumi files as one cube on one grid.
 
@@ -106,6 +113,19 @@ def open_stac(items: Any, bands: str | Sequence[str] | None = None, *, crs: Any 
     nodata : float, optional
         Output fill value (and ``nodata`` attribute) instead of the Items'
         nodata.
+    mask_and_scale : bool, default False
+        False: raw samples, as ``odc.stac.load`` returns them (nodata where
+        nothing valid falls, ``nodata`` attribute), with their CF attributes
+        (``_FillValue``, ``scale_factor``, ``add_offset``, ``units``) so that
+        ``xr.decode_cf(ds)`` decodes them; ``ds.B04.rio.nodata`` is the raw
+        nodata. True: decoded values, exactly what
+        ``xr.open_dataset(path, engine="rumi")`` gives for the same files
+        (floats, NaN where nodata, scale and offset applied; the packing in
+        ``encoding`` as xarray's decoder leaves it, ``nodata`` attribute NaN),
+        like stackstac's ``rescale=True``. Reprojection and mosaicking work on
+        the raw samples either way (nodata respected), decoding follows.
+        Integer samples without a nodata (none in the Items, no ``nodata=``)
+        have nothing to mask: pixels no Item covers are 0 before decoding.
     storage_options : dict, optional
         fsspec options for fsspec-only protocols.
 
@@ -117,7 +137,8 @@ def open_stac(items: Any, bands: str | Sequence[str] | None = None, *, crs: Any 
     ------
     RumiCatalogError
         No Items, an Item without projection information, or times and bands
-        that do not match its header.
+        that do not match its header; with ``mask_and_scale=True``, Items
+        with different scales or offsets.
     RumiCatalogKeyError
         An Item without a Rumi asset, or without a requested band (the error
         names the Item).
@@ -137,13 +158,69 @@ def open_stac(items: Any, bands: str | Sequence[str] | None = None, *, crs: Any 
     if (grids.shared_grid(sources) and all(len(g) == 1 for g in groups)
             and _same_nodata(sources[0].nodata, fill_nodata)):
         window = grids.native_window(sources[0], gbox)
+    packing = _packing(sources, dtype, fill_nodata, mask_and_scale)
     if window is not None:
+        # The catalog cube decodes as open_dataset does (xarray's decoder, lazily).
         ds = _open_shared(sources, groups, names, band_index[0], window, chunks,
-                          band_as_variable, storage_options)
+                          band_as_variable, mask_and_scale, storage_options)
     else:
         ds = _open_warped(sources, groups, names, band_index, gbox, dtype, fill_nodata,
                           chunks, resampling, band_as_variable, storage_options)
-    return _conform(ds, gbox, sources, groups, names, band_index, fill_nodata)
+        if mask_and_scale:
+            ds = _decoded(ds, packing, eager=chunks is None)
+    return _conform(ds, gbox, sources, groups, names, band_index, fill_nodata, packing,
+                    mask_and_scale)
+
+
+def _packing(sources: Sequence[StacSource], dtype: np.dtype, nodata: float | None,
+             mask_and_scale: bool) -> dict[str, Any]:
+    """Return the CF attributes of the output's raw samples, as open_dataset builds them.
+
+    :func:`rumi_xarray.conventions.cf.cf_attributes` types them as the backend
+    does (``_FillValue`` a sample, ``scale_factor``/``add_offset`` in the type
+    samples decode to), so xarray's decoder gives the backend's numbers. The
+    output's nodata is the fill value of the load (``nodata=`` or the first
+    Item's). Items whose scale or offset differ have no one scale: decoding
+    refuses them, raw loads warn and carry none.
+    """
+    facts = {k: v for k, v in sources[0].facts.items() if k != "nodata"}
+    if nodata is not None:
+        facts["nodata"] = nodata
+    keys = ("scale_factor", "add_offset")
+    first = {k: sources[0].facts.get(k) for k in keys}
+    for s in sources[1:]:
+        other = {k: s.facts.get(k) for k in keys}
+        if other != first:
+            problem = (f"{s.describe()} has scale/offset {other}, {sources[0].describe()} "
+                       f"{first}")
+            if mask_and_scale:
+                raise RumiCatalogError(f"{problem}: mask_and_scale=True applies one scale and "
+                                       f"offset to a mosaic; load these Items separately")
+            warnings.warn(f"{problem}: the raw samples are mosaicked as they are, and carry "
+                          f"no scale_factor/add_offset attribute", UserWarning, stacklevel=3)
+            for key in keys:
+                facts.pop(key, None)
+            break
+    return cf.cf_attributes(facts, dtype, sources[0].describe())
+
+
+def _decoded(ds: xr.Dataset, packing: Mapping[str, Any], *, eager: bool) -> xr.Dataset:
+    """Mask and scale raw samples with xarray's decoder, as open_dataset does."""
+    from xarray.conventions import decode_cf_variable
+
+    attrs = {k: v for k, v in packing.items() if k in _PACKING}
+    if not attrs:
+        return ds
+    out = ds.copy()
+    for name, var in ds.data_vars.items():
+        raw = xr.Variable(var.dims, var.data, attrs, encoding=dict(var.encoding))
+        with warnings.catch_warnings():
+            # xarray's notes on its own decoding choices are not the caller's concern
+            warnings.simplefilter("ignore", xr.SerializationWarning)
+            out[name] = decode_cf_variable(str(name), raw, mask_and_scale=True,
+                                           decode_times=False, decode_timedelta=False)
+    # dask data stay dask; numpy data come back lazily wrapped: load them, as asked
+    return out.load() if eager else out
 
 
 def _bands(sources: Sequence[StacSource], wanted: str | Sequence[str] | None
@@ -180,13 +257,13 @@ def _bands(sources: Sequence[StacSource], wanted: str | Sequence[str] | None
 
 def _open_shared(sources: Sequence[StacSource], groups: Sequence[Sequence[planning.Unit]],
                  names: list[str], bands: tuple[int, ...], window: tuple[slice, slice],
-                 chunks: Any, band_as_variable: bool,
+                 chunks: Any, band_as_variable: bool, mask_and_scale: bool,
                  storage_options: dict[str, Any] | None) -> xr.Dataset:
     """Open the catalog cube of sources on one grid, in the groups' time order."""
     from rumi_xarray.catalogs.cube import open_catalog
 
     ds = open_catalog(catalog_table(sources), chunks=chunks, band_as_variable=band_as_variable,
-                      mask_and_scale=False, storage_options=storage_options)
+                      mask_and_scale=mask_and_scale, storage_options=storage_options)
     # open_catalog orders scenes by time, then path; the groups may order them otherwise.
     order = sorted(range(len(sources)),
                    key=lambda i: (tuple(sources[i].seconds), sources[i].href, i))
@@ -254,8 +331,9 @@ def _fill(dtype: np.dtype, nodata: float | None) -> Any:
 
 def _conform(ds: xr.Dataset, gbox: Any, sources: Sequence[StacSource],
              groups: Sequence[Sequence[planning.Unit]], names: list[str],
-             band_index: list[tuple[int, ...]], nodata: float | None) -> xr.Dataset:
-    """Give either path odc-stac's coordinates and attributes."""
+             band_index: list[tuple[int, ...]], nodata: float | None,
+             packing: Mapping[str, Any], decoded: bool) -> xr.Dataset:
+    """Give either path odc-stac's coordinates and attributes, and the CF ones."""
     from odc.geo.xr import xr_coords
 
     coords = xr_coords(gbox)
@@ -282,17 +360,26 @@ def _conform(ds: xr.Dataset, gbox: Any, sources: Sequence[StacSource],
                 {"long_name": "band text as stored"})
         new_coords.update(companions)
     ds = ds.assign_coords(new_coords)
-    facts = sources[0].facts
     for name in ds.data_vars:
         var = ds[name]
         attrs: dict[str, Any] = {}
-        if nodata is not None:
-            attrs["nodata"] = var.dtype.type(nodata)
-        for key in ("units", "scale_factor", "add_offset"):
-            if facts.get(key) is not None:
-                attrs[key] = facts[key]
+        if decoded:
+            # Decoded as open_dataset decodes: the packing stays in encoding (where
+            # rioxarray finds encoded_nodata and to_rumi/to_netcdf pack back), and
+            # missing pixels are NaN.
+            if "_FillValue" in packing and var.dtype.kind == "f":
+                attrs["nodata"] = var.dtype.type(np.nan)
+            if "units" in packing:
+                attrs["units"] = packing["units"]
+        else:
+            if nodata is not None:
+                attrs["nodata"] = var.dtype.type(nodata)
+            # the same facts as CF attributes, so xr.decode_cf decodes them (and
+            # rioxarray's rio.nodata, which reads _FillValue first, stays the raw nodata)
+            attrs.update(packing)
+            for key in ("_FillValue", "missing_value", "scale_factor", "add_offset"):
+                var.encoding.pop(key, None)
         var.attrs = attrs
         var.encoding["grid_mapping"] = "spatial_ref"
-        for key in ("_FillValue", "missing_value", "scale_factor", "add_offset", "units"):
-            var.encoding.pop(key, None)
+        var.encoding.pop("units", None)
     return ds

@@ -110,3 +110,16 @@ def test_guess_can_open_makes_no_network_request():
         assert entry.guess_can_open("s3://bucket/key/scene.rumi")
     finally:
         socket.socket = real  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("password", ["s3cret", "s3c#ret", "s3c?ret"])
+def test_remote_catalog_errors_never_show_the_password(password):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url = f"https://alice:{password}@127.0.0.1:{port}/catalog.parquet"
+    with pytest.raises(rx.RumiError) as info:
+        rx.open_catalog(url)
+    text = str(info.value)
+    assert "s3c" not in text and "alice" not in text, text
+    assert "catalog.parquet" in text or "127.0.0.1" in text

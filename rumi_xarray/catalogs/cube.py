@@ -42,13 +42,22 @@ DUPLICATES = ("keep", "first", "last", "error")
 REQUIRED = ("path", "header", "time_seconds", "bands")
 
 
-def _load(table: pd.DataFrame | str | os.PathLike[str]) -> pd.DataFrame:
+def _load(table: pd.DataFrame | str | os.PathLike[str],
+          storage_options: dict[str, Any] | None = None) -> pd.DataFrame:
     if isinstance(table, pd.DataFrame):
         return table.reset_index(drop=True)
     path = os.fsdecode(table)
     name = source_name(path)
     try:
-        frame = pd.read_parquet(path)
+        if "://" in path:
+            # Through fsspec, like every other remote read: pandas would use urllib
+            # for http(s), which cannot take credentials and quotes them in errors.
+            import fsspec
+
+            with fsspec.open(path, "rb", **dict(storage_options or {})) as f:
+                frame = pd.read_parquet(f)
+        else:
+            frame = pd.read_parquet(path)
     except FileNotFoundError as exc:
         raise os_error(RumiFileNotFoundError, errno.ENOENT,
                        f"{name}: no such catalog file (open_catalog reads the Parquet table "
@@ -190,7 +199,7 @@ def open_catalog(table: pd.DataFrame | str | os.PathLike[str], *, chunks: Any = 
         stacked (a ``ValueError``); :class:`RumiCatalogKeyError` when it
         lacks a required column.
     """
-    rows = _load(table)
+    rows = _load(table, storage_options)
     if rows.empty:
         raise RumiCatalogError("the catalog has no rows")
     missing = [c for c in REQUIRED if c not in rows.columns]

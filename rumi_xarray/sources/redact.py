@@ -23,6 +23,9 @@ _XML_ERROR = re.compile(r"<\?xml[^>]*>\s*<Error>(.*?)(?:</Error>|$)", re.DOTALL)
 _XML_FIELD = re.compile(r"<(Code|Message)>(.*?)</\1>", re.DOTALL)
 
 
+_USERINFO = "userinfo"
+
+
 def redact(source: str) -> str:
     """Return ``source`` without userinfo, query string or fragment.
 
@@ -39,6 +42,12 @@ def redact(source: str) -> str:
     """
     if "://" not in source:
         return source
+    scheme, rest = source.split("://", 1)
+    if "@" in rest.split("/", 1)[0]:
+        # Userinfo with an unencoded "#", "?" or "/" in the password does not parse as
+        # userinfo: cut at the last "@" of the authority so no part of it shows.
+        source = f"{scheme}://{_USERINFO}@{rest.split('/', 1)[0].rsplit('@', 1)[1]}" + (
+            "/" + rest.split("/", 1)[1] if "/" in rest else "")
     try:
         parts = urlsplit(source)
     except ValueError:

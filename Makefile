@@ -3,18 +3,25 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# The demo needs only the package's own dependencies; the test extra (peers, servers,
+# notebooks, linters) comes on top in the same environment when `make test` first runs.
+STAMP_CORE := $(VENV)/.installed-core
 
 .PHONY: demo test test-min bench fuzz lint env clean
 
-$(STAMP): pyproject.toml
+$(STAMP_CORE): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e .
+	touch $(STAMP_CORE)
+
+$(STAMP): $(STAMP_CORE)
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
 env: $(STAMP)
 
-demo: $(STAMP)
+demo: $(STAMP_CORE)
 	$(PY) -m rumi_xarray demo --out demo-data
 
 # The suite without its slow cases (`make bench` runs those), then the dask-facing tests

@@ -208,3 +208,24 @@ def test_guess_can_open(corpus, tmp_path):
 
 def test_engine_is_registered():
     assert "rumi" in xr.backends.list_engines()
+
+
+@pytest.mark.parametrize("allocator", ["numpy", "librumi"])
+def test_both_result_allocations_give_rumi_read_values(corpus, monkeypatch, allocator):
+    """Reads below LIBRUMI_ALLOCATES decode into a numpy buffer, larger ones into
+    librumi's own allocation: both give rumi.read's values in an ordinary array."""
+    from rumi_xarray.native import reads
+
+    monkeypatch.setattr(reads, "LIBRUMI_ALLOCATES", 2**62 if allocator == "numpy" else 0)
+    path, header, data, _ = corpus["plane_tb_u16"]
+    truth = rumi.read(str(path), header, pattern="t b y x")
+    ds = xr.open_dataset(path, engine="rumi", cache=False)
+    whole = ds.band_data.values
+    np.testing.assert_array_equal(whole, truth)
+    chip = ds.band_data.isel(time=[1, 0], band=slice(1, 3), y=slice(5, 40)).values
+    np.testing.assert_array_equal(chip, truth[[1, 0], 1:3, 5:40])
+    # an ordinary array: users modify loaded values in place
+    assert whole.flags.writeable and whole.flags.c_contiguous
+    whole[0, 0, 0, 0] = whole[0, 0, 0, 0] + 1
+    grouped = xr.open_dataset(path, engine="rumi", chunks={}).band_data.compute()
+    np.testing.assert_array_equal(grouped.values, truth)

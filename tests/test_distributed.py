@@ -273,3 +273,33 @@ def test_a_large_catalog_is_stored_once_per_graph(separate, corpus, tmp_path):
     # float32 sums in another order: equal to float32 precision
     np.testing.assert_allclose(result, np.broadcast_to(data[:, :, :64, :64].mean(axis=0),
                                                        result.shape), rtol=1e-4, atol=1e-3)
+
+
+def test_s3_cube_time_mean_on_a_separate_cluster(s3_server, remote_dir, tmp_path):
+    """What a user types: an s3:// cube, chunks={}, a time mean on a cluster whose
+    scheduler and workers run in processes of their own. The workers read grouped chunks
+    (one native call each, a handful of requests) and give rumi.read's numbers."""
+    local = remote_dir / "a.rumi"
+    truth = rumi.read(str(local), rumi.info(source=str(local)).header, pattern="t b y x")
+    # The workers inherit this process's environment, now pointed at the S3 server.
+    cluster = SeparateCluster(tmp_path).start()
+    try:
+        with distributed.Client(scheduler_file=str(cluster.scheduler_file),
+                                timeout=60) as client:
+            client.wait_for_workers(2, timeout=60)
+            ds = xr.open_dataset("s3://rumi-test/a.rumi", engine="rumi", chunks={})
+            mean = ds.band_data.mean("time")
+            plan = mean.rumi.explain()
+            s3_server.reset()
+            rx.stats(reset=True, client=client)
+            got = mean.compute()
+            reads = rx.stats(client=client)
+    finally:
+        cluster.stop()
+    np.testing.assert_allclose(got.values, truth.mean(axis=0, dtype="f8"), rtol=1e-12)
+    requests = [r for r in s3_server.requests("/rumi-test/a.rumi") if r.method == "GET"]
+    # every read ran on a worker, one native call per chunk, as explain() said
+    assert reads["calls"] == plan.calls == math.prod(len(c) for c in ds.band_data.chunks)
+    assert reads["bytes"] == truth.nbytes
+    assert plan.items <= len(requests) <= plan.ranges, (len(requests), plan)
+    assert len(requests) <= 4  # a handful, not one per frame

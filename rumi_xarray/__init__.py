@@ -28,6 +28,7 @@ from rumi_xarray.errors import (
     RumiSourceTypeError,
     RumiUnsupportedError,
     RumiWriteError,
+    RumiWriteTypeError,
     RumiWriteValueError,
 )
 from rumi_xarray.options import get_options, set_options
@@ -79,6 +80,7 @@ __all__ = [
     "RumiSourceTypeError",
     "RumiUnsupportedError",
     "RumiWriteError",
+    "RumiWriteTypeError",
     "RumiWriteValueError",
     "cache_info",
     "catalog",

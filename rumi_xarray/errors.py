@@ -30,6 +30,7 @@ __all__ = [
     "RumiSourceTypeError",
     "RumiUnsupportedError",
     "RumiWriteError",
+    "RumiWriteTypeError",
     "RumiWriteValueError",
     "os_error",
     "with_context",
@@ -129,6 +130,14 @@ class RumiWriteValueError(RumiWriteError, ValueError):
     Raised before anything is written. A ``ValueError`` as well, as such
     errors always were; a :class:`RumiWriteError` so that one ``except``
     catches every write failure.
+    """
+
+
+class RumiWriteTypeError(RumiWriteError, TypeError):
+    """What a write was given is of a type Rumi cannot store (not xarray, a sample dtype).
+
+    Raised before anything is written; a ``TypeError`` as well, as such
+    errors always were.
     """
 
 

@@ -93,3 +93,40 @@ def test_open_dataset_of_a_number() -> None:
     assert isinstance(err, TypeError) and isinstance(err, rx.RumiError)
     assert str(err).startswith("cannot open 12345 (int) as a Rumi source")
     assert "a path" in str(err) and "a URL" in str(err) and "bytes" in str(err)
+
+
+@pytest.mark.parametrize(("data", "wrong"), [
+    (np.zeros((1, 1, 4, 4), dtype=np.uint16), "to_rumi takes an xarray DataArray or Dataset"),
+    (xr.DataArray(np.zeros((1, 1, 4, 4), dtype="M8[s]"), dims=("time", "band", "y", "x"),
+                  coords={"time": np.array(["2024-05-01"], "M8[ns]")}),
+     r"Rumi cannot store samples of dtype datetime64\[s\]"),
+])
+def test_to_rumi_types_it_cannot_store_are_write_errors(tmp_path: Path, data: object,
+                                                        wrong: str) -> None:
+    target = tmp_path / "typed.rumi"
+    with pytest.raises(rx.RumiWriteTypeError, match=wrong) as info:
+        rx.to_rumi(data, target)  # type: ignore[arg-type]
+    err = info.value
+    assert isinstance(err, TypeError) and isinstance(err, rx.RumiWriteError)
+    assert str(err).startswith(f"{target}: ")
+    assert os.listdir(tmp_path) == []
+
+
+def test_open_stac_bad_arguments_are_catalog_errors(tmp_path: Path) -> None:
+    pytest.importorskip("pystac")
+    pytest.importorskip("odc.geo")
+    path = tmp_path / "scene.rumi"
+    rx.to_rumi(xr.DataArray(np.zeros((1, 1, 8, 8), dtype=np.uint16),
+                            dims=("time", "band", "y", "x"),
+                            coords={"time": np.array(["2024-05-01"], "M8[ns]"), "band": ["B04"],
+                                    "y": 5000.0 - 10.0 * np.arange(8) - 5.0,
+                                    "x": 300000.0 + 10.0 * np.arange(8) + 5.0}),
+              path, crs="EPSG:32633")
+    items = rx.to_stac([path])
+    for keywords, wrong in (({"bands": []}, "bands= names no band"),
+                            ({"bands": ["B04", "B04"]}, "bands= repeats a band")):
+        with pytest.raises(rx.RumiCatalogError, match=wrong) as info:
+            rx.open_stac(items, **keywords)
+        assert isinstance(info.value, ValueError)
+    with pytest.raises(rx.RumiSourceTypeError, match="cannot read a STAC Item from 'int'"):
+        rx.open_stac([5])

@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 import rumi
 
+from rumi_xarray.errors import RumiWriteTypeError, os_error
+
 DEFAULT_CODEC = "planar>zigzag>zstd"
 
 #: Frame patterns by name: ``plane`` stores one tile of one band at one time
@@ -299,8 +301,9 @@ def check_dtype(target: str, dtype: np.dtype) -> np.dtype:
     native = dtype.newbyteorder("=") if not dtype.isnative else dtype
     if native not in SUPPORTED_DTYPES:
         names = ", ".join(str(d) for d in SUPPORTED_DTYPES)
-        raise TypeError(f"{target}: Rumi cannot store samples of dtype {dtype} "
-                        f"(supported: {names}); cast the data first (e.g. .astype('float32'))")
+        raise os_error(RumiWriteTypeError, None,
+                       f"{target}: Rumi cannot store samples of dtype {dtype} (supported: "
+                       f"{names}); cast the data first (e.g. .astype('float32'))", target)
     return native
 
 

@@ -23,6 +23,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from rumi_xarray.errors import RumiCatalogError
 from rumi_xarray.stac.parse import StacSource
 
 
@@ -66,11 +67,11 @@ def output_geobox(sources: Sequence[StacSource], *, crs: Any = None, resolution:
     for name, value in (("geobox", geobox), ("like", like)):
         if value is not None:
             if given:
-                raise ValueError(f"{name}= fixes the output grid: it cannot be combined with "
+                raise RumiCatalogError(f"{name}= fixes the output grid: it cannot be combined with "
                                  f"{', '.join(sorted(given))}")
             return value if name == "geobox" else _like(value)
     if bbox is not None and geopolygon is not None:
-        raise ValueError("pass bbox= or geopolygon=, not both")
+        raise RumiCatalogError("pass bbox= or geopolygon=, not both")
     natives = [s.geobox for s in sources]
     first = natives[0]
     if not given and all(g == first for g in natives):
@@ -118,7 +119,7 @@ def _like(obj: Any) -> Any:
 
     gbox = getattr(getattr(obj, "odc", None), "geobox", None)
     if gbox is None:
-        raise ValueError("like= has no pixel grid (no .odc.geobox)")
+        raise RumiCatalogError("like= has no pixel grid (no .odc.geobox)")
     return gbox
 
 
@@ -131,7 +132,7 @@ def _geometry(value: Any) -> Any:
         return Geometry(value, "epsg:4326")
     interface = getattr(value, "__geo_interface__", None)
     if interface is None:
-        raise ValueError(f"cannot read a geometry from {type(value).__name__!r}")
+        raise RumiCatalogError(f"cannot read a geometry from {type(value).__name__!r}")
     return Geometry(interface, getattr(value, "crs", None) or "epsg:4326")
 
 

@@ -230,9 +230,9 @@ def _bands(sources: Sequence[StacSource], wanted: str | Sequence[str] | None
     names = list(first.names) if wanted is None else (
         [wanted] if isinstance(wanted, str) else [str(b) for b in wanted])
     if not names:
-        raise ValueError("bands= names no band")
+        raise RumiCatalogError("bands= names no band")
     if len(set(names)) != len(names):
-        raise ValueError(f"bands= repeats a band: {names}")
+        raise RumiCatalogError(f"bands= repeats a band: {names}")
     index = []
     for s in sources:
         labels = s.labels
@@ -251,7 +251,7 @@ def _bands(sources: Sequence[StacSource], wanted: str | Sequence[str] | None
                 f"{list(labels.names)}")
         index.append(tuple(lookup[n] for n in names))
         if len(set(index[-1])) != len(names):
-            raise ValueError(f"bands= names one band of {s.describe()} twice: {names}")
+            raise RumiCatalogError(f"bands= names one band of {s.describe()} twice: {names}")
     return names, index
 
 

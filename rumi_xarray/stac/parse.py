@@ -31,7 +31,7 @@ import pandas as pd
 
 from rumi_xarray.conventions.bands import BandLabels
 from rumi_xarray.conventions.georef import shift_half_pixel
-from rumi_xarray.errors import RumiCatalogError, RumiCatalogKeyError
+from rumi_xarray.errors import RumiCatalogError, RumiCatalogKeyError, RumiSourceTypeError
 from rumi_xarray.model.grid import Grid
 from rumi_xarray.stac import items as out
 
@@ -154,8 +154,8 @@ def item_dicts(items: Any) -> list[dict[str, Any]]:
         elif isinstance(entry, Mapping):
             out_.append(_with_absolute_hrefs(dict(entry)))
         else:
-            raise TypeError(f"cannot read a STAC Item from {type(entry).__name__!r}: expected "
-                            f"a pystac.Item or a dict")
+            raise RumiSourceTypeError(f"cannot read a STAC Item from {type(entry).__name__!r}: "
+                                      "expected a pystac.Item or a dict")
     return out_
 
 
@@ -182,7 +182,7 @@ def _from_file(path: str) -> list[dict[str, Any]]:
                 if isinstance(href, str) and not _absolute(href):
                     asset["href"] = urljoin(base, href)
         return found
-    raise ValueError(f"{path}: open_stac reads stac-geoparquet (.parquet) or GeoJSON (.json) "
+    raise RumiCatalogError(f"{path}: open_stac reads stac-geoparquet (.parquet) or GeoJSON (.json) "
                      f"files; pass Items for anything else")
 
 

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from rumi_xarray.errors import RumiCatalogError
 from rumi_xarray.model.cube import Cube, Scene
 from rumi_xarray.model.grid import Grid
 from rumi_xarray.model.planning import Call
@@ -266,7 +267,7 @@ def chunk_sizes(chunks: Any, shape: tuple[int, int, int, int], itemsize: int, ta
                 continue
             wanted[dim] = None if value in (None, "auto") else int(value)
     elif not (chunks is None or chunks == "auto"):
-        raise ValueError(f"chunks must be a dict, an int, 'auto' or None, got {chunks!r}")
+        raise RumiCatalogError(f"chunks must be a dict, an int, 'auto' or None, got {chunks!r}")
     fixed = {d: (n if w == -1 else w) for (d, w), n in zip(wanted.items(), shape, strict=True)}
     band = fixed["band"] or nb
     per_pixel = max(1, band * itemsize)

@@ -31,6 +31,7 @@ from rumi_xarray.conventions import cf
 from rumi_xarray.errors import (
     RumiError,
     RumiWriteError,
+    RumiWriteTypeError,
     RumiWriteValueError,
     os_error,
     with_context,
@@ -155,7 +156,7 @@ def write_array(path: str | os.PathLike[str], data: Any, *, bands: Sequence[str]
         except (ValueError, TypeError, OSError, RuntimeError, MemoryError) as exc:
             sidecar.discard()
             if isinstance(exc, TypeError):
-                raise TypeError(f"{target}: {exc}") from exc
+                raise os_error(RumiWriteTypeError, None, f"{target}: {exc}", target) from exc
             raise with_context(exc, target, source=target,
                                kind=RumiWriteError if isinstance(exc, OSError) else None
                                ) from exc

@@ -32,6 +32,7 @@ __all__ = [
     "RumiWriteError",
     "RumiWriteTypeError",
     "RumiWriteValueError",
+    "input_error",
     "os_error",
     "with_context",
 ]
@@ -124,21 +125,46 @@ class RumiWriteError(RumiError, OSError):
         return str(self.args[0]) if self.args else ""
 
 
-class RumiWriteValueError(RumiWriteError, ValueError):
+class RumiWriteValueError(RumiError, ValueError):
     """What a write was given cannot be stored (an option, labels, values).
 
-    Raised before anything is written. A ``ValueError`` as well, as such
-    errors always were; a :class:`RumiWriteError` so that one ``except``
-    catches every write failure.
+    Raised before anything is written, so not an ``OSError`` (code that
+    retries on I/O errors must not retry these); a ``ValueError``, as such
+    errors always were. ``filename`` names the destination.
     """
 
+    filename: str | None = None
 
-class RumiWriteTypeError(RumiWriteError, TypeError):
+
+class RumiWriteTypeError(RumiError, TypeError):
     """What a write was given is of a type Rumi cannot store (not xarray, a sample dtype).
 
-    Raised before anything is written; a ``TypeError`` as well, as such
-    errors always were.
+    Raised before anything is written; a ``TypeError``, as such errors always
+    were. ``filename`` names the destination.
     """
+
+    filename: str | None = None
+
+
+def input_error(cls: type[RumiWriteValueError] | type[RumiWriteTypeError], text: str,
+                filename: str) -> RumiError:
+    """Return a write-input error naming its destination (``filename``, ``source``).
+
+    Parameters
+    ----------
+    cls : type
+        :class:`RumiWriteValueError` or :class:`RumiWriteTypeError`.
+    text : str
+    filename : str
+
+    Returns
+    -------
+    RumiError
+    """
+    err = cls(text)
+    err.filename = filename
+    err.source = filename
+    return err
 
 
 #: Builtin type -> the rumi_xarray type that also derives from it.

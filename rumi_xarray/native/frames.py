@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import rumi
 
-from rumi_xarray.errors import RumiWriteTypeError, os_error
+from rumi_xarray.errors import RumiWriteTypeError, input_error
 
 DEFAULT_CODEC = "planar>zigzag>zstd"
 
@@ -301,9 +301,9 @@ def check_dtype(target: str, dtype: np.dtype) -> np.dtype:
     native = dtype.newbyteorder("=") if not dtype.isnative else dtype
     if native not in SUPPORTED_DTYPES:
         names = ", ".join(str(d) for d in SUPPORTED_DTYPES)
-        raise os_error(RumiWriteTypeError, None,
-                       f"{target}: Rumi cannot store samples of dtype {dtype} (supported: "
-                       f"{names}); cast the data first (e.g. .astype('float32'))", target)
+        raise input_error(RumiWriteTypeError,
+                          f"{target}: Rumi cannot store samples of dtype {dtype} (supported: "
+                          f"{names}); cast the data first (e.g. .astype('float32'))", target)
     return native
 
 

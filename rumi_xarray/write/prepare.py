@@ -20,7 +20,7 @@ import xarray as xr
 from rumi_xarray.conventions import bands as band_conv
 from rumi_xarray.conventions import cf, georef
 from rumi_xarray.conventions import time as time_conv
-from rumi_xarray.errors import RumiWriteTypeError, os_error
+from rumi_xarray.errors import RumiWriteTypeError, input_error
 from rumi_xarray.native.frames import check_dtype
 
 _Y_NAMES = ("y", "lat", "latitude")
@@ -126,8 +126,8 @@ def _select(obj: xr.DataArray | xr.Dataset, where: str, variable: Hashable | Non
     if isinstance(obj, xr.DataArray):
         return obj, None
     if not isinstance(obj, xr.Dataset):
-        raise os_error(RumiWriteTypeError, None, f"{where}: to_rumi takes an xarray DataArray "
-                       f"or Dataset, got {type(obj).__name__}", where)
+        raise input_error(RumiWriteTypeError, f"{where}: to_rumi takes an xarray DataArray "
+                          f"or Dataset, got {type(obj).__name__}", where)
     if variable is not None:
         if variable not in obj.data_vars:
             raise ValueError(f"{where}: no data variable {variable!r}; the Dataset has "

@@ -33,7 +33,7 @@ from rumi_xarray.errors import (
     RumiWriteError,
     RumiWriteTypeError,
     RumiWriteValueError,
-    os_error,
+    input_error,
     with_context,
 )
 from rumi_xarray.native.files import write_file
@@ -156,7 +156,7 @@ def write_array(path: str | os.PathLike[str], data: Any, *, bands: Sequence[str]
         except (ValueError, TypeError, OSError, RuntimeError, MemoryError) as exc:
             sidecar.discard()
             if isinstance(exc, TypeError):
-                raise os_error(RumiWriteTypeError, None, f"{target}: {exc}", target) from exc
+                raise input_error(RumiWriteTypeError, f"{target}: {exc}", target) from exc
             raise with_context(exc, target, source=target,
                                kind=RumiWriteError if isinstance(exc, OSError) else None
                                ) from exc
@@ -192,7 +192,7 @@ def given_input(target: str) -> Iterator[None]:
         text = str(exc)
         if not text.startswith(target):
             text = f"{target}: {text}"
-        raise os_error(RumiWriteValueError, None, text, target) from exc
+        raise input_error(RumiWriteValueError, text, target) from exc
 
 
 def _target(path: str | os.PathLike[str]) -> str:

@@ -112,7 +112,7 @@ def test_guess_can_open_makes_no_network_request():
         socket.socket = real  # type: ignore[misc]
 
 
-@pytest.mark.parametrize("password", ["s3cret", "s3c#ret", "s3c?ret"])
+@pytest.mark.parametrize("password", ["s3cret", "s3c#ret", "s3c?ret", "s3c/ret"])
 def test_remote_catalog_errors_never_show_the_password(password):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -123,3 +123,15 @@ def test_remote_catalog_errors_never_show_the_password(password):
     text = str(info.value)
     assert "s3c" not in text and "alice" not in text, text
     assert "catalog.parquet" in text or "127.0.0.1" in text
+
+
+@pytest.mark.parametrize(("url", "secret"), [
+    ("https://host.example?token=abc@s3cret", "s3cret"),
+    ("https://alice:pa/s3cret@host.example/key.rumi", "s3cret"),
+    ("https://alice:s3cret@host.example/key.rumi?X-Amz-Signature=s3cret", "s3cret"),
+])
+def test_redaction_hides_every_part_of_credentials(url, secret):
+    from rumi_xarray.sources.redact import redact, redact_text
+
+    assert secret not in redact(url) and "alice" not in redact(url)
+    assert secret not in redact_text(f"could not open {url}: 403")

@@ -6,6 +6,7 @@ import datetime as dt
 import io
 import math
 import re
+from pathlib import Path
 
 import fsspec
 import numpy as np
@@ -316,3 +317,24 @@ def test_a_glob_over_http_says_http_cannot_be_listed(http_server, scenes, remote
     pattern = http_server.url("listed") + "/*.rumi"
     with pytest.raises(rx.RumiFileNotFoundError, match="HTTP servers cannot be listed"):
         rx.open_mfdataset(pattern)
+
+
+def test_globs_keep_files_with_pattern_characters_and_signed_urls_are_not_globs(
+        scenes, tmp_path, http_server, remote_dir):
+    _, paths, data = scenes
+    folder = tmp_path / "odd names"
+    folder.mkdir()
+    for name, i in (("a[1].rumi", 0), ("b.rumi", 1), ("c?.rumi", 2)):
+        (folder / name).write_bytes(paths[i].read_bytes())
+    table = rx.catalog(str(folder / "*.rumi"))
+    assert sorted(Path(p).name for p in table["path"]) == ["a[1].rumi", "b.rumi", "c?.rumi"]
+    # "?" in a URL's query string starts the query, it is not a wildcard
+    (remote_dir / "signed.rumi").write_bytes(paths[3].read_bytes())
+    url = http_server.url("signed.rumi") + "?X-Amz-Signature=abc&X-Amz-Expires=60"
+    row = rx.catalog([url]).iloc[0]
+    assert row["path"] == url
+    np.testing.assert_array_equal(rx.open_catalog(rx.catalog([url])).band_data.values,
+                                  data[3:4])
+    # the sidecar is looked for beside the object, the query string kept at the end
+    probes = {r.path for r in http_server.requests() if "aux.json" in r.path}
+    assert probes == {"/signed.rumi.aux.json"}, probes

@@ -64,8 +64,13 @@ def _load(table: pd.DataFrame | str | os.PathLike[str],
                        f"written by rx.catalog(...).to_parquet(path))", name) from exc
     except OSError as exc:
         raise with_context(exc, f"{name}: cannot read the catalog", source=name) from exc
-    except (ValueError, TypeError, NotImplementedError, ImportError) as exc:
-        # pyarrow's ArrowInvalid (a ValueError) for files that are not Parquet.
+    except ImportError as exc:
+        raise RumiCatalogError(
+            f"{name}: reading a catalog table needs pyarrow: pip install "
+            f"'rumi-xarray[catalog]' ({redact_text(str(exc))})") from exc
+    except Exception as exc:  # pyarrow, fsspec and aiohttp raise their own types
+        # pyarrow's ArrowInvalid (a ValueError) for files that are not Parquet, an
+        # HTTP status from fsspec's aiohttp: typed, and without credentials.
         raise RumiCatalogError(
             f"{name}: not a readable Parquet catalog table ({type(exc).__name__}: "
             f"{redact_text(' '.join(str(exc).split()))})") from exc

@@ -44,11 +44,22 @@ def _expand(sources_: str | os.PathLike[str] | Sequence[Any],
     out: list[str] = []
     for item in items:
         text = os.fspath(item) if isinstance(item, os.PathLike) else item
-        if isinstance(text, str) and any(ch in text for ch in "*?["):
+        if isinstance(text, str) and any(ch in _glob_part(text) for ch in "*?["):
             out.extend(_glob(text, storage_options))
         else:
             out.append(text)
     return out
+
+
+def _glob_part(text: str) -> str:
+    """Return the part of a source that may hold a glob pattern.
+
+    A URL's query and fragment cannot: ``?`` there starts a signed query
+    string, not a one-character wildcard.
+    """
+    if "://" not in text:
+        return text
+    return text.split("?", 1)[0].split("#", 1)[0]
 
 
 def _glob(pattern: str, storage_options: dict[str, Any] | None) -> list[str]:
@@ -56,8 +67,9 @@ def _glob(pattern: str, storage_options: dict[str, Any] | None) -> list[str]:
 
     fs, _, paths = fsspec.get_fs_token_paths(pattern, storage_options=storage_options or {})
     protocol = fs.protocol[0] if isinstance(fs.protocol, tuple) else fs.protocol
-    # fsspec hands back the pattern itself when an HTTP server gives no listing.
-    found = sorted(p for p in paths if not any(ch in unquote(p) for ch in "*?["))
+    # fsspec hands back the pattern itself when an HTTP server gives no listing; a real
+    # file may still have "*", "?" or "[" in its name.
+    found = sorted(p for p in paths if unquote(fs.unstrip_protocol(p)) != unquote(pattern))
     if not found:
         # An HTTP server has no listing to glob: say so rather than "no match".
         why = (" (HTTP servers cannot be listed: pass the URLs themselves, or use a "

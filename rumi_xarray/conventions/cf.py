@@ -73,6 +73,12 @@ def sidecar_path(source: str) -> str:
     -------
     str
     """
+    if "://" in source:
+        # A signed URL's query string stays at the end: the sidecar is its own object.
+        for mark in ("?", "#"):
+            if mark in source:
+                head, tail = source.split(mark, 1)
+                return head + SIDECAR_SUFFIX + mark + tail
     return source + SIDECAR_SUFFIX
 
 
@@ -154,8 +160,9 @@ def _fetch(target: str, storage_options: Mapping[str, Any] | None) -> str | None
         return bytes(fs.cat_file(path)).decode("utf-8")
     except FileNotFoundError:
         return None
-    except (ImportError, OSError) as exc:
-        # An object store may answer 403 for a missing object; a sidecar that
+    except Exception as exc:  # fsspec backends raise their own types
+        # An object store may answer 403 for a missing object (aiohttp, botocore and
+        # OS errors alike), or serve something that is not text; a sidecar that
         # cannot be read must not make the file unreadable, but must not pass
         # unnoticed either.
         warnings.warn(f"cannot read the sidecar {redact(target)} "

@@ -369,7 +369,8 @@ def _refuse_rewritten(windows: Sequence[Window], times: list[int], bands: list[i
 
     A rewrite does not always make decoding fail (a file of the same layout
     decodes into other numbers), so every read compares each local file's
-    size and modification time with those seen at open: one ``stat`` per file.
+    size, modification time and inode with those seen at open: one ``stat``
+    per file.
     """
     checked: set[int] = set()
     for scene, _, _ in windows:

@@ -24,6 +24,32 @@ _XML_FIELD = re.compile(r"<(Code|Message)>(.*?)</\1>", re.DOTALL)
 
 
 _USERINFO = "userinfo"
+#: "user:password@" at the start of a URL's authority, even with an unencoded "/" in
+#: the password (which urlsplit would take for the start of the path).
+_USER_PASSWORD = re.compile(r"[^/@?#]*:[^@?#]*@")
+
+
+def _mask_userinfo(source: str) -> str:
+    """Replace whatever may be userinfo by a placeholder before the URL is parsed.
+
+    Passwords with unencoded ``/``, ``?`` or ``#`` do not parse as userinfo;
+    where it is ambiguous (an ``@`` after ``?`` or ``#`` but before any
+    ``/``), the whole authority is hidden: showing too little is safe,
+    showing part of a password is not.
+    """
+    scheme, rest = source.split("://", 1)
+    if "@" not in rest:
+        return source
+    match = _USER_PASSWORD.match(rest)
+    if match:
+        return f"{scheme}://{_USERINFO}@{rest[match.end():]}"
+    authority = re.split(r"[/?#]", rest, maxsplit=1)[0]
+    if "@" in authority:
+        return f"{scheme}://{_USERINFO}@{rest[authority.rindex('@') + 1:]}"
+    head = rest.split("/", 1)[0]
+    if "@" in head:
+        return f"{scheme}://{_USERINFO}@(hidden){rest[len(head):]}"
+    return source
 
 
 def redact(source: str) -> str:
@@ -42,12 +68,7 @@ def redact(source: str) -> str:
     """
     if "://" not in source:
         return source
-    scheme, rest = source.split("://", 1)
-    if "@" in rest.split("/", 1)[0]:
-        # Userinfo with an unencoded "#", "?" or "/" in the password does not parse as
-        # userinfo: cut at the last "@" of the authority so no part of it shows.
-        source = f"{scheme}://{_USERINFO}@{rest.split('/', 1)[0].rsplit('@', 1)[1]}" + (
-            "/" + rest.split("/", 1)[1] if "/" in rest else "")
+    source = _mask_userinfo(source)
     try:
         parts = urlsplit(source)
     except ValueError:
@@ -60,7 +81,7 @@ def redact(source: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, query, fragment))
 
 
-_REPEAT = re.compile(r"(\S+: )\1+")
+_REPEAT = re.compile(r"(?<!\S)(\S+: )\1+")
 
 
 def redact_text(text: str) -> str:

@@ -217,16 +217,12 @@ def read(windows: Sequence[Window], times: Sequence[int], bands: Sequence[int],
     try:
         native = _materialize(windows, time_arg, band_arg, height, width)
         items = [(s.source, s.header, r, c) for s, r, c in native]
-        if out is None and math.prod(shape) * dtype.itemsize < LIBRUMI_ALLOCATES:
+        big = math.prod(shape) * dtype.itemsize >= LIBRUMI_ALLOCATES
+        if out is None and big and _librumi_arrays_writeable is not False:
+            out = _librumi_read(items, time_arg, band_arg, height, width, shape, dtype)
+        elif out is None:
             out = np.empty(shape, dtype=dtype)
             binding.read_into(out, items, time_arg, band_arg, height, width)
-        elif out is None:
-            out = rumi.read_many([i[0] for i in items], [i[1] for i in items],
-                                 windows=[(r, c, height, width) for _, _, r, c in items],
-                                 time=time_arg, bands=band_arg, pattern="n t b y x")
-            if out.shape != shape or out.dtype != dtype:
-                raise RuntimeError(f"librumi returned {out.shape} {out.dtype} for a read "
-                                   f"of {shape} {dtype}")
         else:
             binding.read_into(out, items, time_arg, band_arg, height, width)
     except NATIVE_ERRORS as exc:
@@ -361,6 +357,30 @@ def _locate_failure(exc: BaseException, windows: Sequence[Window], times: list[i
                             kind=RumiFileChangedError)
     return with_context(exc, context, source=scene.name, selection=selection,
                         row=scene.catalog_row)
+
+
+#: Whether librumi's arrays arrive writeable: numpy before 2.1 imports DLPack
+#: capsules read-only, and users modify loaded values in place. None until seen.
+_librumi_arrays_writeable: bool | None = None
+
+
+def _librumi_read(items: list[tuple[Any, bytes, int, int]], times: list[int],
+                  bands: list[int], height: int, width: int, shape: tuple[int, ...],
+                  dtype: np.dtype) -> np.ndarray:
+    """Read into an array librumi allocates (public ``rumi.read_many``).
+
+    Where the installed numpy makes it read-only, copy it once and let later
+    reads decode into numpy buffers instead.
+    """
+    global _librumi_arrays_writeable
+    out = rumi.read_many([i[0] for i in items], [i[1] for i in items],
+                         windows=[(r, c, height, width) for _, _, r, c in items],
+                         time=times, bands=bands, pattern="n t b y x")
+    if out.shape != shape or out.dtype != dtype:
+        raise RuntimeError(f"librumi returned {out.shape} {out.dtype} for a read of "
+                           f"{shape} {dtype}")
+    _librumi_arrays_writeable = bool(out.flags.writeable)
+    return out if out.flags.writeable else out.copy()
 
 
 def _refuse_rewritten(windows: Sequence[Window], times: list[int], bands: list[int],

@@ -177,6 +177,17 @@ def test_cache_stays_within_its_bound(sparse_file):
         assert rx.cache_info()["entries"] == 0
 
 
+def traced_peak(var: xr.DataArray) -> tuple[np.ndarray, int]:
+    """Return ``var.values`` and the peak bytes traced while they were read."""
+    tracemalloc.start()
+    try:
+        got = var.values
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return got, peak
+
+
 def test_point_reads_allocate_no_bounding_block(tmp_path):
     # 2048 x 2048 on 64-pixel tiles: the points' bounding block would be ~8 MiB
     data = np.random.default_rng(9).integers(0, 999, (1, 1, 2048, 2048)).astype(np.uint16)
@@ -185,23 +196,13 @@ def test_point_reads_allocate_no_bounding_block(tmp_path):
     var = xr.open_dataset(path, engine="rumi").band_data
     ys, xs = points_of(50, (2048, 2048), seed=10)
     part = pointwise(var, ys, xs)
-    tracemalloc.start()
-    try:
-        got = part.values
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    got, peak = traced_peak(part)
     np.testing.assert_array_equal(got[0, 0], data[0, 0, ys, xs])
     assert peak < 256 * 2**10
     # a chip allocates its result, read in place: no second buffer
     chip = var.isel(y=slice(1000, 1256), x=slice(30, 286))
     rx.clear_cache()
-    tracemalloc.start()
-    try:
-        got = chip.values
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    got, peak = traced_peak(chip)
     np.testing.assert_array_equal(got, data[:, :, 1000:1256, 30:286])
     assert peak < got.nbytes + 64 * 2**10
 
@@ -213,12 +214,7 @@ def test_whole_load_is_one_call_into_the_result(sparse_file):
             for _ in range(2):  # a second load is "seen": still direct when too large
                 var = xr.open_dataset(path, engine="rumi").band_data
                 rx.stats(reset=True)
-                tracemalloc.start()
-                try:
-                    got = var.values
-                    _, peak = tracemalloc.get_traced_memory()
-                finally:
-                    tracemalloc.stop()
+                got, peak = traced_peak(var)
                 np.testing.assert_array_equal(got, data)
                 assert rx.stats()["calls"] == 1
                 assert peak < data.nbytes + 2**20  # decoded in place: no second copy

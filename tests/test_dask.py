@@ -543,3 +543,80 @@ def test_faults_give_rumi_reads_values_or_an_error_naming_the_file(
         faults_seen += sum(faults.injected.values())
     assert faults_seen > 0  # the server did fail requests
     assert outcomes.count("ok") >= 1, outcomes  # and retries do recover
+
+
+# --- chains of selections reach the read (issue 20) ------------------------------------
+
+#: One chip of one date and band, written three ways: one ``isel``, and the chains
+#: idiomatic code writes. All three must read what the first reads.
+CHIP_FORMS = {
+    "one isel": lambda v: v.isel(time=1, band=2, y=slice(0, 100), x=slice(0, 100)),
+    "sel then isel": lambda v: v.sel(band="B3").isel(time=1, x=slice(0, 100), y=slice(0, 100)),
+    "isel, sel, isel": lambda v: v.isel(time=1).sel(band="B3").isel(x=slice(0, 100),
+                                                                   y=slice(0, 100)),
+    "four steps": lambda v: v.isel(y=slice(0, 200)).isel(time=slice(1, 3)).isel(
+        x=slice(0, 100), y=slice(0, 100)).sel(band="B3").isel(time=0),
+}
+
+
+def served(server, obj: xr.DataArray) -> tuple[np.ndarray, int, int, object]:
+    """Compute ``obj`` from a cold start; return values, GET requests and bytes served."""
+    rx.clear_cache()
+    ex = obj.rumi.explain()
+    server.reset()
+    out = values(obj)
+    gets = [r for r in server.requests() if r.method == "GET"]
+    return out, len(gets), http_bytes(gets), ex
+
+
+@pytest.mark.skipif(QUERY_PLANNING, reason="array-expr graphs fuse no selection into reads "
+                    "(dask 2026.8): documented in README, read groups are 16 MiB there")
+def test_chained_selections_fetch_what_one_isel_fetches(http_server, remote_dir):
+    truth = truth_of(remote_dir / "a.rumi")
+    var = xr.open_dataset(http_server.url("a.rumi"), engine="rumi", chunks={}).band_data
+    assert isinstance(var.data, da.Array) and nblocks(var.data) == 1  # one read group
+    costs = {}
+    for form, pick in CHIP_FORMS.items():
+        out, requests, nbytes, ex = served(http_server, pick(var))
+        np.testing.assert_array_equal(out, truth[1, 2, :100, :100], err_msg=form)
+        costs[form] = (requests, nbytes, ex.frames, ex.compressed_bytes)
+    base_requests, base_bytes, _, _ = costs["one isel"]
+    whole = (remote_dir / "a.rumi").stat().st_size
+    assert base_bytes < whole / 20, costs  # one frame of 72
+    for form, (requests, nbytes, frames, planned) in costs.items():
+        assert nbytes <= 1.5 * base_bytes, (form, costs)
+        assert requests <= base_requests, (form, costs)
+        assert frames == 1 and nbytes >= planned, (form, costs)  # explain() agrees
+
+
+def test_selection_fusion_leaves_other_graphs_alone(remote_dir):
+    from dask.array.optimization import optimize as dask_optimize
+
+    from rumi_xarray.dask import optimize as rx_optimize
+
+    assert xr.open_dataset(remote_dir / "a.rumi", engine="rumi", chunks={}).band_data.size
+    if QUERY_PLANNING:
+        assert not rx_optimize.installed()  # array-expr never calls array_optimize
+        return
+    assert rx_optimize.installed()
+    x = da.from_array(np.arange(4 * 30 * 40).reshape(4, 30, 40), chunks=(2, 15, 40))
+    plain = x[1:][:, 3:9][0, :, ::2]
+    graph = dict(plain.__dask_graph__())
+    keys = list(dask.core.flatten(plain.__dask_keys__()))
+    ours, theirs = rx_optimize.optimize(graph, keys), dask_optimize(graph, keys)
+    assert {k: repr(v) for k, v in ours.items()} == {k: repr(v) for k, v in theirs.items()}
+    assert type(plain) is da.Array
+    np.testing.assert_array_equal(plain.compute(), np.asarray(x)[1:][:, 3:9][0, :, ::2])
+
+
+@pytest.mark.skipif(QUERY_PLANNING, reason="array-expr graphs fuse no selection into reads")
+@pytest.mark.parametrize("scheduler", ["threads", "processes", "sync"])
+def test_chained_selections_fuse_under_every_local_scheduler(remote_dir, scheduler):
+    truth = truth_of(remote_dir / "a.rumi")
+    var = xr.open_dataset(remote_dir / "a.rumi", engine="rumi", chunks={}).band_data
+    chip = CHIP_FORMS["isel, sel, isel"](var)
+    rx.stats(reset=True)
+    with dask.config.set(scheduler=scheduler):
+        np.testing.assert_array_equal(values(chip), truth[1, 2, :100, :100])
+    if scheduler != "processes":  # the processes scheduler reads in its children
+        assert rx.stats()["calls"] == 1 and rx.stats()["bytes"] == 100 * 100 * 2

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,6 +15,9 @@ from rumi_xarray.errors import RumiSelectionError
 from rumi_xarray.model.cube import Cube
 from rumi_xarray.model.planning import Call
 from rumi_xarray.model.selection import Points, Selection, points, selection
+
+#: Whether this process has installed the optimizer that fuses selections into reads.
+_fusing = False
 
 
 @dataclass(eq=False)
@@ -138,13 +142,34 @@ class RumiBackendArray(BackendArray):
     #: The key kinds ``__getitem__`` takes as they are (xarray never needs to
     #: decompose a key into a backend read plus numpy indexing).
     indexing_support = indexing.IndexingSupport.VECTORIZED
+    #: Marks this class to :mod:`rumi_xarray.dask.optimize`, which folds chains
+    #: of dask selections into reads of arrays of this class only.
+    rumi_backend_array = True
 
     def __init__(self, cube: Cube, band: int | None = None) -> None:
         self.cube = cube
         self.band = band
         t, b, y, x = cube.shape
-        self.shape: tuple[int, ...] = (t, y, x) if band is not None else (t, b, y, x)
+        self._shape: tuple[int, ...] = (t, y, x) if band is not None else (t, b, y, x)
         self.dtype = cube.grid.dtype
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Return the array's shape (and, once dask is imported, make selections fuse).
+
+        ``dask.array.from_array`` reads the shape when xarray chunks a
+        variable: that is the first moment a Rumi dask array exists, and the
+        one where :func:`rumi_xarray.dask.optimize.install` sets dask's array
+        optimizer so that chains of selections reach the read. Never at
+        import, and never in a process that has not imported dask.
+        """
+        global _fusing
+        if not _fusing and "dask.array" in sys.modules:
+            from rumi_xarray.dask import optimize
+
+            optimize.install()
+            _fusing = True
+        return self._shape
 
     @property
     def dims(self) -> tuple[str, ...]:

@@ -84,7 +84,7 @@ class _Scope:
         return None
 
 
-def _subgraph(task: Task) -> tuple[dict[Any, Any], tuple[Any, ...], tuple[Any, ...]] | None:
+def subgraph(task: Task) -> tuple[dict[Any, Any], tuple[Any, ...], tuple[Any, ...]] | None:
     """Return ``(inner graph, input keys, inputs)`` of a fused task, or None.
 
     dask fuses tasks into one that runs an inner graph: its arguments are the
@@ -104,7 +104,7 @@ def _tasks(node: Any, scope: _Scope) -> Iterator[tuple[Task, _Scope]]:
     while stack:
         item, here = stack.pop()
         if isinstance(item, Task):
-            inner = _subgraph(item)
+            inner = subgraph(item)
             if inner is not None:
                 graph, names, inputs = inner
                 child = _Scope({}, here)

@@ -398,7 +398,7 @@ def measure(where: Where, workload: str, fns: dict[str, Reader], reps: int, paus
             row["times"].append(wall)
             row["cpu"].append(cpu)
             row["calls"].append(s["calls"])
-            row["frames"].append(s["frames"])
+            row["frames"].append(s["planned_frames"])
             row["decoded"].append(s["bytes"])
             if served is not None:
                 row["requests"].append(served["requests"])
@@ -419,7 +419,7 @@ def table(title: str, rows: dict[str, dict[str, Any]], engine: tuple[int, int] |
     eng = rows.get("engine", {}).get("times_median", math.nan)
     tif = rows.get("geotiff", {}).get("times_median", math.nan)
     lines = [title, f"  {'reader':9s} {'median s':>9s} {'x engine':>9s} {'tiff/x':>7s} "
-                    f"{'cpu s':>7s} {'calls':>6s} {'frames':>7s} {'decoded MB':>10s} "
+                    f"{'cpu s':>7s} {'calls':>6s} {'planned frames':>14s} {'returned MB':>11s} "
                     f"{'requests':>8s} {'fetched MB':>10s}"]
     for key, row in rows.items():
         t = row["times_median"]
@@ -432,7 +432,7 @@ def table(title: str, rows: dict[str, dict[str, Any]], engine: tuple[int, int] |
         lines.append(
             f"  {key:9s} {_fmt(t):>9s} {_fmt(t / eng, 2):>9s} {_fmt(tif / t, 2):>7s} "
             f"{_fmt(row['cpu_median'], 2):>7s} {_fmt(row['calls_median'], 0):>6s} "
-            f"{_fmt(frames, 0):>7s} {_fmt(row['decoded_median'] / 1e6, 1):>10s} "
+            f"{_fmt(frames, 0):>14s} {_fmt(row['decoded_median'] / 1e6, 1):>11s} "
             f"{_fmt(row['requests_median'], 0):>8s} {_fmt(row['bytes_median'] / 1e6, 2):>10s}")
     return "\n".join(lines)
 

@@ -34,5 +34,5 @@ def assert_explain_matches_reads(obj: xr.DataArray | xr.Dataset, label: Any = No
         load(obj)
     s = rx.stats()
     assert (plan.calls, plan.items, plan.frames, plan.decoded_bytes) == (
-        s["calls"], s["items"], s["frames"], s["bytes"]), (label, plan, s)
+        s["calls"], s["items"], s["planned_frames"], s["bytes"]), (label, plan, s)
     return plan, s

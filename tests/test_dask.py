@@ -179,7 +179,7 @@ def test_compute_a_and_a_plus_one_decodes_each_frame_once(http_server, remote_di
     once = rx.stats()
     once_requests, once_bytes = len(http_server.requests()), http_server.bytes_served
     assert once["calls"] == nblocks(a)
-    assert once["frames"] == 3 * 4 * 2 * 3  # every frame of the file, once
+    assert once["planned_frames"] == 3 * 4 * 2 * 3  # every frame of the file, once
     assert once["bytes"] == truth.nbytes
     # Two collections sharing the chunks: the same reads, not two sets.
     rx.clear_cache()
@@ -260,7 +260,7 @@ def check_explain(obj: xr.DataArray, server, expected: np.ndarray) -> dict[str, 
     s = rx.stats()
     requests = [r for r in server.requests() if r.method == "GET"]
     assert (ex.calls, ex.items, ex.frames, ex.decoded_bytes) == (
-        s["calls"], s["items"], s["frames"], s["bytes"]), ex
+        s["calls"], s["items"], s["planned_frames"], s["bytes"]), ex
     # Karu coalesces the planned ranges of one call: never more requests than
     # ranges, never fewer than one per file read. It fetches every planned byte
     # and, to save requests, may fetch the gaps between ranges too (reading 2 of
@@ -268,12 +268,36 @@ def check_explain(obj: xr.DataArray, server, expected: np.ndarray) -> dict[str, 
     assert ex.items <= len(requests) <= ex.ranges, (len(requests), ex)
     assert all(r.status == 206 for r in requests)
     assert http_bytes(requests) >= ex.compressed_bytes
+    # Measured, not predicted: the frames whose bytes the server actually sent.
+    fetched = None
+    if len({r.path for r in requests}) == 1:  # one file (a catalog has a header per scene)
+        fetched = frames_fetched(requests, obj.rumi.header)
+        assert fetched >= ex.frames, (fetched, ex)
     return {"requests": len(requests), "ranges": ex.ranges, "served": http_bytes(requests),
-            "planned": ex.compressed_bytes}
+            "planned": ex.compressed_bytes, "fetched_frames": fetched}
 
 
 def http_bytes(requests) -> int:
     return sum(r.bytes_sent for r in requests)
+
+
+def frames_fetched(requests, header: bytes) -> int:
+    """Count the file's frames lying wholly inside byte ranges the server answered.
+
+    The frames' places come from the header alone (librumi's plan of the whole
+    file); what was served comes from the server's log of ``Range`` headers.
+    """
+    from rumi_xarray.native import binding
+
+    h, w = rumi.info(header=header).shape[-2:]
+    frames = binding.plan_ranges(header, None, None, 0, 0, h, w)
+    served = []
+    for r in requests:
+        if r.status == 206 and r.range and r.range.startswith("bytes="):
+            first, _, last = r.range[6:].partition("-")
+            if first and last:
+                served.append((int(first), int(last) + 1))
+    return sum(any(a <= off and off + n <= z for a, z in served) for off, n in frames)
 
 
 @pytest.mark.parametrize("selection", SELECTIONS)
@@ -290,6 +314,7 @@ def test_explain_matches_reads_and_server(http_server, remote_dir, chunking, sel
         # every frame once, nothing in between. ("auto" may stack two rows of
         # cells that are not full width: Karu then also fetches the gap.)
         assert counts["served"] == counts["planned"]
+        assert counts["fetched_frames"] == 72
 
 
 @pytest.mark.parametrize("selection", ["all", "chip", "steps and bands"])
@@ -587,6 +612,13 @@ def test_chained_selections_fetch_what_one_isel_fetches(http_server, remote_dir)
         assert nbytes <= 1.5 * base_bytes, (form, costs)
         assert requests <= base_requests, (form, costs)
         assert frames == 1 and nbytes >= planned, (form, costs)  # explain() agrees
+    # Measured at the server: each form fetched the one frame holding the chip.
+    for form, pick in CHIP_FORMS.items():
+        rx.clear_cache()
+        http_server.reset()
+        values(pick(var))
+        gets = [r for r in http_server.requests() if r.method == "GET"]
+        assert frames_fetched(gets, var.rumi.header) == 1, form
 
 
 def test_selection_fusion_leaves_other_graphs_alone(remote_dir):

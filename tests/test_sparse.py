@@ -51,7 +51,7 @@ def test_fifty_points_decode_only_their_cells(sparse_file):
     np.testing.assert_array_equal(got, data[:, :, ys, xs])
     # each touched cell once, every plane of it once; no bounding box, no rows x columns
     assert s["items"] == len(cells)
-    assert s["frames"] == len(cells) * 2 * 3
+    assert s["planned_frames"] == len(cells) * 2 * 3
     # windows inside cells come in few sizes: few calls, not one per cell
     assert s["calls"] <= 6
     # the decoded bytes are the points' windows, not the cells' product
@@ -69,7 +69,7 @@ def test_points_with_their_own_time_step(sparse_file):
                    x=xr.DataArray(xs, dims="p")).transpose("band", "p").values
     np.testing.assert_array_equal(got, data[ts, :, ys, xs].T)
     # one time step per point: only that step's frames of each cell
-    assert rx.stats()["frames"] == len(cells) * 3
+    assert rx.stats()["planned_frames"] == len(cells) * 3
 
 
 def test_scattered_outer_reads_only_cells_of_selected_pairs(sparse_file):
@@ -81,7 +81,7 @@ def test_scattered_outer_reads_only_cells_of_selected_pairs(sparse_file):
                                   data[1][:, rows][..., cols])
     s = rx.stats()
     # rows touch cells 0, 4, 9; columns 0 and 10: 6 cells, 3 bands
-    assert s["items"] == 6 and s["frames"] == 6 * 3
+    assert s["items"] == 6 and s["planned_frames"] == 6 * 3
 
 
 def test_cell_frames_decode_once_per_cell(tmp_path):
@@ -95,7 +95,7 @@ def test_cell_frames_decode_once_per_cell(tmp_path):
     rx.stats(reset=True)
     got = pointwise(var, ys, xs).transpose("time", "band", "p").values
     np.testing.assert_array_equal(got, data[:, :, ys, xs])
-    assert rx.stats()["frames"] == len(cells)
+    assert rx.stats()["planned_frames"] == len(cells)
 
 
 def test_points_over_http_fetch_no_more_than_per_point_reads(http_server, remote_dir):

@@ -619,7 +619,7 @@ def test_bbox_load_requests_are_exactly_the_planned_reads(http_server, served, c
     s = rx.stats()
     requests = len(http_server.requests())
     assert (plan.calls, plan.items, plan.frames, plan.decoded_bytes) == (
-        s["calls"], s["items"], s["frames"], s["bytes"])
+        s["calls"], s["items"], s["planned_frames"], s["bytes"])
     assert plan.calls == len(planned) and plan.items == sum(len(r.call.scenes) for r in planned)
     assert s["metadata"] == 0
     assert all(r.method == "GET" and r.status == 206 for r in http_server.requests())

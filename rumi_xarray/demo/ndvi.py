@@ -157,7 +157,8 @@ def _demo_analyse(series_path: str, scene: xr.Dataset, echo: Callable[[str], Non
     echo(f"  NDVI time series of crop pixel (row {row}, col {col}): "
          + " ".join(f"{v:.2f}" for v in pixel))
     echo(f"  native reads: {reads['calls']} call(s) for {reads['items']} window(s), "
-         f"{reads['frames']} frame(s), {human_size(reads['bytes'])} decoded, in {seconds:.1f} s")
+         f"{reads['planned_frames']} frame(s) planned, {human_size(reads['bytes'])} returned, "
+         f"in {seconds:.1f} s")
     echo(f"  checked against one plain rumi.read: {checks}")
     return {"series": series_path, "shape": tuple(int(n) for n in data.shape), "crs": crs,
             "seasonal": seasonal, "monthly": monthly, "pixel": pixel, "reads": reads,

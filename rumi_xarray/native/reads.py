@@ -227,7 +227,7 @@ def read(windows: Sequence[Window], times: Sequence[int], bands: Sequence[int],
             binding.read_into(out, items, time_arg, band_arg, height, width)
     except NATIVE_ERRORS as exc:
         raise _locate_failure(exc, windows, time_arg, band_arg, height, width, dtype) from exc
-    STATS.add(calls=1, items=len(windows), frames=frames, bytes=int(out.nbytes))
+    STATS.add(calls=1, items=len(windows), planned_frames=frames, bytes=int(out.nbytes))
     return out
 
 

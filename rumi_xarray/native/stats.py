@@ -6,16 +6,18 @@ import threading
 from typing import Any
 
 #: Counter names, in the order :func:`rumi_xarray.stats` reports them.
-COUNTERS = ("calls", "items", "frames", "bytes", "metadata")
+COUNTERS = ("calls", "items", "planned_frames", "bytes", "metadata")
 
 
 class ReadStats:
     """Process-wide counters of native reads, shared by all threads.
 
     ``calls``: native read calls (one per ``rumi_read``/``rumi_read_many``);
-    ``items``: windows across those calls; ``frames``: frames they decode;
-    ``bytes``: decoded bytes returned; ``metadata``: metadata look-ups that
-    touched a source.
+    ``items``: windows across those calls; ``planned_frames``: frames librumi's
+    plan of those windows touches (a prediction: librumi reports no count of
+    what it decoded; the tests measure fetched frames at the loopback server);
+    ``bytes``: bytes the calls returned (decoded samples handed back);
+    ``metadata``: metadata look-ups that touched a source.
     """
 
     def __init__(self) -> None:
@@ -70,8 +72,9 @@ def stats(reset: bool = False, client: Any = None) -> dict[str, int]:
     -------
     dict
         ``calls`` (native read calls: one per ``rumi_read``/``rumi_read_many``),
-        ``items`` (windows across those calls), ``frames`` (frames those
-        windows touch), ``bytes`` (decoded bytes returned) and ``metadata``
+        ``items`` (windows across those calls), ``planned_frames`` (frames
+        those windows touch, as planned: librumi reports no count of frames
+        it decoded), ``bytes`` (bytes of samples the calls returned) and ``metadata``
         (metadata look-ups that touched a source).
     """
     total = snapshot(reset)

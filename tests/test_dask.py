@@ -652,3 +652,76 @@ def test_chained_selections_fuse_under_every_local_scheduler(remote_dir, schedul
         np.testing.assert_array_equal(values(chip), truth[1, 2, :100, :100])
     if scheduler != "processes":  # the processes scheduler reads in its children
         assert rx.stats()["calls"] == 1 and rx.stats()["bytes"] == 100 * 100 * 2
+
+
+# --- tile-sized user chunks keep the grouped reads (issue 20) ---------------------------
+
+TILE_CHUNKS = {"time": 1, "band": 1, "y": 256, "x": 256}
+
+
+def open_quietly(source: str | Path, chunks: object) -> xr.Dataset:
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="The specified chunks separate")
+        return xr.open_dataset(source, engine="rumi", chunks=chunks)
+
+
+@pytest.mark.skipif(QUERY_PLANNING, reason="array-expr graphs never reach array_optimize: "
+                    "one read per chunk there (documented)")
+@pytest.mark.parametrize("pick", ["all", "time mean", "one date", "rows"])
+def test_tile_sized_chunks_read_like_read_groups(http_server, remote_dir, pick):
+    truth = truth_of(remote_dir / "a.rumi")
+    picks = {"all": (lambda v: v, truth),
+             "time mean": (lambda v: v.mean("time"), truth.mean(axis=0)),
+             "one date": (lambda v: v.isel(time=1), truth[1]),
+             "rows": (lambda v: v.isel(y=slice(0, 256)), truth[:, :, :256])}
+    select, expected = picks[pick]
+    counts = {}
+    for label, chunks in (("read groups", {}), ("tiles", TILE_CHUNKS)):
+        var = open_quietly(http_server.url("a.rumi"), chunks).band_data
+        obj = select(var)
+        out, requests, nbytes, ex = served(http_server, obj)
+        np.testing.assert_allclose(out, expected, err_msg=label)
+        counts[label] = (requests, nbytes, ex.calls, nblocks(var.data))
+    groups, tiles = counts["read groups"], counts["tiles"]
+    assert tiles[3] == 3 * 4 * 2 * 3 and groups[3] == 1, counts  # 72 chunks against 1
+    assert tiles[2] == groups[2] == 1, counts  # one native call, as explain() says
+    assert tiles[0] <= 2 * groups[0], counts  # requests at the server
+    assert tiles[1] <= 1.5 * groups[1], counts  # bytes at the server
+
+
+@pytest.mark.skipif(QUERY_PLANNING, reason="array-expr graphs never reach array_optimize")
+@pytest.mark.parametrize("scheduler", ["threads", "processes", "sync"])
+def test_tile_sized_chunks_group_under_every_local_scheduler(remote_dir, scheduler):
+    truth = truth_of(remote_dir / "a.rumi")
+    calls = {}
+    for label, chunks in (("read groups", {}), ("tiles", TILE_CHUNKS)):
+        var = open_quietly(remote_dir / "a.rumi", chunks).band_data
+        rx.clear_cache()
+        rx.stats(reset=True)
+        with dask.config.set(scheduler=scheduler):
+            np.testing.assert_array_equal(values(var.isel(band=slice(1, 3))), truth[:, 1:3])
+            both = dask.compute(var.mean("time"), var.isel(time=2))
+        np.testing.assert_allclose(both[0].to_numpy(), truth.mean(axis=0))
+        np.testing.assert_array_equal(both[1].to_numpy(), truth[2])
+        calls[label] = rx.stats()["calls"]
+    if scheduler != "processes":  # the processes scheduler reads in its children
+        assert calls["tiles"] == calls["read groups"], calls  # not one per chunk (72)
+
+
+def test_grouping_leaves_chunks_that_do_not_tile_a_box_alone(remote_dir):
+    from rumi_xarray.dask.graphs import getter_calls
+
+    truth = truth_of(remote_dir / "a.rumi")
+    var = open_quietly(remote_dir / "a.rumi", TILE_CHUNKS).band_data
+    # Two diagonal tiles: their box holds two tiles nobody asked for. Read apart.
+    first = var.isel(time=0, band=0, y=slice(0, 256), x=slice(0, 256))
+    second = var.isel(time=0, band=0, y=slice(256, 300), x=slice(256, 512))
+    both = da.concatenate([first.data.ravel(), second.data.ravel()])
+    reads = getter_calls(both)
+    assert len(reads) == 2, reads
+    np.testing.assert_array_equal(values(both), np.concatenate(
+        [truth[0, 0, :256, :256].ravel(), truth[0, 0, 256:300, 256:512].ravel()]))
+    # The four tiles of that box do tile it: one read.
+    rx.clear_cache()
+    ex = var.isel(time=0, band=0, y=slice(0, 300), x=slice(0, 512)).rumi.explain()
+    assert ex.calls == 1 and ex.frames == 4, ex

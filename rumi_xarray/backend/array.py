@@ -152,6 +152,10 @@ class RumiBackendArray(BackendArray):
         t, b, y, x = cube.shape
         self._shape: tuple[int, ...] = (t, y, x) if band is not None else (t, b, y, x)
         self.dtype = cube.grid.dtype
+        #: One read group per dimension (``encoding["preferred_chunks"]``), set
+        #: by the dataset builder; dask reads of chunks that tile part of one
+        #: group are made one read (:mod:`rumi_xarray.dask.optimize`).
+        self.read_group: tuple[int, ...] | None = None
 
     @property
     def shape(self) -> tuple[int, ...]:

@@ -206,6 +206,7 @@ def build(cube: Cube, labels: Labels, *, band_as_variable: bool = False,
             name = band_labels.names[band]
             var_attrs["long_name"] = band_labels.texts[band]
         enc = _encoding(cube, backend.dims, header, labels.georeferenced)
+        backend.read_group = tuple(enc["preferred_chunks"][d] for d in backend.dims)
         variables[name] = xr.Variable(backend.dims, indexing.LazilyIndexedArray(backend),
                                       var_attrs, encoding=enc)
     if not band_as_variable:

@@ -103,6 +103,7 @@ def optimize(dsk: Any, keys: Any, **kwargs: Any) -> Any:
     out = base(dsk, keys, **kwargs)
     if isinstance(out, dict):  # not a HighLevelGraph: low-level fusion ran
         fuse_rumi_reads(out)
+        group_rumi_reads(out)
     return out
 
 
@@ -241,3 +242,207 @@ def _prune(graph: dict[Any, Any], out_key: Any) -> None:
         stack.extend(getattr(node, "dependencies", ()) or ())
     for key in [k for k in graph if k not in needed]:
         del graph[key]
+
+
+# --- neighbouring chunk reads of one read group become one read -----------------------
+
+
+class _Read:
+    """One Rumi chunk read found in a graph, where it is and what window it reads."""
+
+    def __init__(self, key: Any, task: Task, outer: Any | None, ref: Any, index: Any,
+                 extra: list[Any], window: tuple[tuple[int, int], ...]) -> None:
+        self.index = index
+        self.extra = extra
+        self.key = key  # the read task's key (inner key when inside a fused task)
+        self.task = task
+        self.outer = outer  # key of the fused task holding it, None at top level
+        self.ref = ref  # the array argument, valid at top level
+        self.window = window
+
+
+def group_rumi_reads(dsk: dict[Any, Any]) -> int:
+    """Make the chunk reads that tile part of one Rumi read group one read, in place.
+
+    Explicit chunks smaller than the file's read group (``chunks={"time": 1,
+    "band": 1, "y": 512, "x": 512}``, as rioxarray and stackstac users write
+    them) make one native call, and so one request, per chunk. Here every set
+    of at least two reads of one array, all inside one read group
+    (``encoding["preferred_chunks"]``), whose windows tile a box exactly (so
+    nothing is read that was not asked for) becomes one read task of that box
+    plus one slicing task per chunk: one native call, one transport
+    submission, the box bounded by the read group's bytes and freed by dask
+    once its slices are taken. Keys the graph outputs are kept; the box is a
+    new key. It is a graph rewrite, so it behaves the same under every
+    scheduler (a distributed worker reads the box and slices it).
+
+    Parameters
+    ----------
+    dsk : dict
+        An optimized low-level graph.
+
+    Returns
+    -------
+    int
+        How many group reads were made.
+    """
+    found: dict[tuple[Any, ...], list[_Read]] = {}
+    for key, node in list(dsk.items()):
+        if not isinstance(node, Task):
+            continue
+        inner = subgraph(node)
+        if inner is None:
+            if len(node.args) >= 2:
+                _collect(found, key, node, None, node.args[0], _index(node.args[1]),
+                         [_index(a) for a in node.args[2:]], dsk)
+            continue
+        graph, names, inputs = inner
+        outside = dict(zip(names, inputs, strict=True))
+        for ikey, inode in graph.items():
+            if isinstance(inode, Task) and len(inode.args) >= 2:
+                # Blockwise fusion passes the array, the index (and asarray, lock)
+                # as inputs of the fused task: look them up outside.
+                args = [outside.get(a.key, a) if isinstance(a, TaskRef) else a
+                        for a in inode.args]
+                if any(isinstance(a, TaskRef) and a.key in graph for a in args):
+                    continue  # reads something computed inside: not a source read
+                _collect(found, ikey, inode, key, args[0], _index(args[1]),
+                         [_index(a) for a in args[2:]], dsk)
+    made = 0
+    for (_, _, gid), reads in found.items():
+        box = _tiled_box(reads)
+        if box is None:
+            continue
+        first = reads[0]
+        name = f"rumi-read-group-{_key_name(first.ref)}"
+        gkey = (name, *gid)
+        index = tuple(slice(a, b) for a, b in box)
+        # The chunk reads' own getter, asarray and lock, as from_array set them.
+        dsk[gkey] = Task(gkey, first.task.func, first.ref, index, *first.extra)
+        for read in reads:
+            slicer = Task(read.key, chunk_getitem, TaskRef(gkey), _relative(read, box))
+            if read.outer is None:
+                dsk[read.key] = slicer
+            else:
+                dsk[read.outer] = _with_input(dsk[read.outer], read.key, slicer)
+        made += 1
+    return made
+
+
+def _key_name(ref: Any) -> str:
+    key = ref.key if isinstance(ref, TaskRef) else id(ref)
+    return str(key[0] if isinstance(key, tuple) else key)
+
+
+def _collect(found: dict[tuple[Any, ...], list[_Read]], key: Any, task: Task,
+             outer: Any | None, ref: Any, index: Any, extra: list[Any],
+             dsk: Mapping[Any, Any]) -> None:
+    if task.func not in _READS or len(task.args) not in (2, 4):
+        return
+    if any(isinstance(a, GraphNode) for a in extra):
+        return
+    if not isinstance(ref, TaskRef | DataNode):
+        return
+    value: Any = ref
+    if isinstance(value, TaskRef):
+        value = dsk.get(value.key)
+    if not isinstance(value, DataNode):
+        return
+    array = _plain_rumi_array(value.value)
+    if array is None or array.read_group is None:
+        return
+    window = _window(index, array.shape)
+    if window is None:
+        return
+    group = array.read_group
+    gid = tuple(a // g for (a, _), g in zip(window, group, strict=True))
+    if any((b - 1) // g != i for (_, b), g, i in zip(window, group, gid, strict=True)):
+        return  # spans two read groups
+    found.setdefault((id(value.value), len(task.args), gid), []).append(
+        _Read(key, task, outer, ref, index, extra, window))
+
+
+def _plain_rumi_array(value: Any) -> Any:
+    """Return the Rumi array under xarray's adapters when nothing selects on the way."""
+    from xarray.core import indexing
+
+    for _ in range(32):
+        if value is None:
+            return None
+        if getattr(type(value), "rumi_backend_array", False):
+            return value
+        if isinstance(value, indexing.LazilyVectorizedIndexedArray):
+            return None
+        if isinstance(value, indexing.LazilyIndexedArray) and not all(
+                isinstance(k, slice) and k == slice(None) for k in value.key.tuple):
+            return None  # a selection made before chunking: coordinates differ
+        value = getattr(value, "array", None)
+    return None
+
+
+def _window(index: Any, shape: tuple[int, ...]) -> tuple[tuple[int, int], ...] | None:
+    """Return ``(start, stop)`` per dimension of an index of ints and unit slices."""
+    if not isinstance(index, tuple) or len(index) != len(shape):
+        return None
+    out = []
+    for k, n in zip(index, shape, strict=True):
+        if isinstance(k, slice):
+            start, stop, step = k.indices(n)
+            if step != 1 or stop <= start:
+                return None
+            out.append((start, stop))
+        elif isinstance(k, int) and not isinstance(k, bool) and 0 <= k < n:
+            out.append((k, k + 1))
+        else:
+            return None
+    return tuple(out)
+
+
+def _tiled_box(reads: list[_Read]) -> tuple[tuple[int, int], ...] | None:
+    """Return the box the reads' windows tile exactly (no gap, no overlap), or None."""
+    windows = sorted({r.window for r in reads})
+    if len(windows) < 2 or len(windows) > 4096:
+        return None
+    box = tuple((min(w[d][0] for w in windows), max(w[d][1] for w in windows))
+                for d in range(len(windows[0])))
+
+    def volume(w: tuple[tuple[int, int], ...]) -> int:
+        out = 1
+        for a, b in w:
+            out *= b - a
+        return out
+
+    if sum(volume(w) for w in windows) != volume(box):
+        return None
+    # Equal total volume inside the box and no overlap: the windows tile it.
+    # Windows of one chunk grid never overlap partly: check that cheaply by
+    # their starts being distinct along the grid they form.
+    for i, w in enumerate(windows):
+        for v in windows[i + 1:]:
+            if all(a < d and c < b for (a, b), (c, d) in zip(w, v, strict=True)):
+                return None
+    return box
+
+
+def _relative(read: _Read, box: tuple[tuple[int, int], ...]) -> tuple[Any, ...]:
+    """Return the read's index into the box's block (integers stay integers)."""
+    out: list[Any] = []
+    for k, (start, stop), (a, _) in zip(read.index, read.window, box, strict=True):
+        out.append(start - a if not isinstance(k, slice) else slice(start - a, stop - a))
+    return tuple(out)
+
+
+def _with_input(fused: Task, inner_key: Any, node: Task) -> Task:
+    """Return the fused task with ``graph[inner_key]`` replaced (its inputs recomputed)."""
+    found = subgraph(fused)
+    assert found is not None
+    graph, names, inputs = dict(found[0]), found[1], found[2]
+    graph[inner_key] = node
+    _prune(graph, fused.args[1])
+    gkey = node.args[0].key
+    if gkey in names:
+        return Task(fused.key, fused.func, graph, *fused.args[1:])
+    # The fused task's function runs ``graph`` with ``names`` bound to its
+    # inputs (as dask's Task.fuse builds it): the group read is one more.
+    return Task(fused.key, fused.func, graph, fused.args[1], (*names, gkey), *inputs,
+                TaskRef(gkey))

@@ -708,6 +708,7 @@ def test_tile_sized_chunks_group_under_every_local_scheduler(remote_dir, schedul
         assert calls["tiles"] == calls["read groups"], calls  # not one per chunk (72)
 
 
+@pytest.mark.skipif(QUERY_PLANNING, reason="array-expr graphs never reach array_optimize")
 def test_grouping_leaves_chunks_that_do_not_tile_a_box_alone(remote_dir):
     from rumi_xarray.dask.graphs import getter_calls
 

@@ -8,7 +8,12 @@ engine's ``rumi.read`` of the same data:
 - W1 full: ``(time, band, y, x)``;
 - W2 time mean: ``(band, y, x)`` float;
 - W3 pixel series: ``(pixel, time, band)``;
-- W4 chips: ``(chip, time, band, size, size)``.
+- W4 chips: ``(chip, time, band, size, size)``;
+- W6 chained-selection chip: ``(100, 100)`` of date 3, band 2, written as one
+  ``isel`` and as the chains idiomatic code writes (issue 20).
+
+The ``xr-tiles`` reader opens with tile-sized chunks (one frame per chunk), as
+rioxarray and stackstac users write chunks (issue 20).
 """
 
 from __future__ import annotations
@@ -87,6 +92,20 @@ def open_rx_lazy(loc: Location, run: int) -> Iterator[xr.DataArray]:
 def open_xr_chunks(loc: Location, run: int) -> Iterator[xr.DataArray]:
     # The call the design card names first: xarray's own open with dask chunks.
     yield xr.open_dataset(loc.rumi, engine="rumi", chunks={}).band_data
+
+
+@contextmanager
+def open_xr_tiles(loc: Location, run: int) -> Iterator[xr.DataArray]:
+    # One chunk per frame, as rioxarray and stackstac users write chunks. xarray
+    # warns that they split the preferred chunks; that warning is not timed noise.
+    import warnings
+
+    tile = int(rumi.info(source=None, header=loc.header).tile[0])
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="The specified chunks separate")
+        ds = xr.open_dataset(loc.rumi, engine="rumi",
+                             chunks={"time": 1, "band": 1, "y": tile, "x": tile})
+    yield ds.band_data
 
 
 @contextmanager
@@ -222,8 +241,29 @@ def chips(arr: xr.DataArray, q: Queries) -> np.ndarray:
                      for r, c in q.chips])
 
 
+#: W6: date 3, band 2, rows and columns 0-100 (the chip of issue 20).
+CHAIN_TIME, CHAIN_BAND, CHAIN_SIZE = 3, 2, 100
+
+
+def chain_one_isel(arr: xr.DataArray, q: Queries) -> np.ndarray:
+    n = CHAIN_SIZE
+    return arr.isel(time=CHAIN_TIME, band=CHAIN_BAND, y=slice(0, n), x=slice(0, n)).to_numpy()
+
+
+def chain_sel_isel(arr: xr.DataArray, q: Queries) -> np.ndarray:
+    n, band = CHAIN_SIZE, arr.band.values[CHAIN_BAND]
+    return arr.sel(band=band).isel(time=CHAIN_TIME, x=slice(0, n), y=slice(0, n)).to_numpy()
+
+
+def chain_isel_sel_isel(arr: xr.DataArray, q: Queries) -> np.ndarray:
+    n, band = CHAIN_SIZE, arr.band.values[CHAIN_BAND]
+    return arr.isel(time=CHAIN_TIME).sel(band=band).isel(x=slice(0, n),
+                                                          y=slice(0, n)).to_numpy()
+
+
 WORKLOADS: dict[str, Callable[[xr.DataArray, Queries], np.ndarray]] = {
     "full": full, "mean": time_mean, "pixels": pixel_series, "chips": chips,
+    "chain": chain_one_isel,
 }
 
 
@@ -253,8 +293,15 @@ def engine_chips(loc: Location, q: Queries) -> np.ndarray:
                      for r, c in q.chips])
 
 
+def engine_chain(loc: Location, q: Queries) -> np.ndarray:
+    n = CHAIN_SIZE
+    return rumi.read(loc.rumi, loc.header, time=[CHAIN_TIME], bands=[CHAIN_BAND],
+                     window=(0, 0, n, n), pattern=PATTERN)[0, 0]
+
+
 ENGINE: dict[str, Callable[[Location, Queries], np.ndarray]] = {
     "full": engine_full, "mean": engine_mean, "pixels": engine_pixels, "chips": engine_chips,
+    "chain": engine_chain,
 }
 
 
@@ -284,14 +331,20 @@ class Reader:
     opener: Opener | None  # None: the engine itself
     workloads: Sequence[str]
     default: bool = True  # False: only run when named in --readers
+    work: Callable[[xr.DataArray, Queries], np.ndarray] | None = None  # else WORKLOADS[w]
 
 
 ALL = ("full", "mean", "pixels", "chips")
 READERS = (
-    Reader("engine", "rumi.read (engine)", None, ALL),
+    Reader("engine", "rumi.read (engine)", None, (*ALL, "chain")),
     Reader("engine-scenes", "rumi.read_many of the scenes", None, ("full", "mean")),
-    Reader("rx-lazy", "xr engine=rumi, lazy", open_rx_lazy, ALL),
-    Reader("xr-chunks", "xr engine=rumi chunks={}", open_xr_chunks, ALL),
+    Reader("rx-lazy", "xr engine=rumi, lazy", open_rx_lazy, (*ALL, "chain")),
+    Reader("xr-chunks", "xr engine=rumi chunks={}", open_xr_chunks, (*ALL, "chain")),
+    Reader("xr-chain-sel", "chunks={} .sel(band).isel(...)", open_xr_chunks, ("chain",),
+           work=chain_sel_isel),
+    Reader("xr-chain-isel", "chunks={} .isel(t).sel(b).isel()", open_xr_chunks, ("chain",),
+           work=chain_isel_sel_isel),
+    Reader("xr-tiles", "xr engine=rumi tile chunks", open_xr_tiles, ("full", "mean")),
     Reader("xr-auto", "xr engine=rumi chunks=auto", open_xr_auto, ALL),
     Reader("rx-chunks", "rx.open_dataset chunks={}", open_rx_chunks, ALL),
     Reader("rx-auto", "rx.open_dataset chunks=auto", open_rx_auto, ALL),
@@ -313,7 +366,7 @@ def task(reader: Reader, workload: str, loc: Location, q: Queries) -> Callable[[
     if reader.opener is None:
         fn = (ENGINE_SCENES if reader.key == "engine-scenes" else ENGINE)[workload]
         return lambda run: fn(loc, q)
-    opener, work = reader.opener, WORKLOADS[workload]
+    opener, work = reader.opener, reader.work or WORKLOADS[workload]
 
     def run_once(run: int) -> np.ndarray:
         with opener(loc, run) as arr:

@@ -11,9 +11,16 @@ from __future__ import annotations
 import math
 from typing import Any
 
-WORKLOADS = ("full", "mean", "pixels", "chips")
+WORKLOADS = ("full", "mean", "pixels", "chips", "chain")
 TITLES = {"full": "W1 full load", "mean": "W2 time mean", "pixels": "W3 pixel series",
-          "chips": "W4 chips"}
+          "chips": "W4 chips", "chain": "W6 chained-selection chip"}
+#: Issue 20: the chained forms of W6 fetch at most this many times the bytes of one isel.
+CHAIN_BYTES_BAR = 1.5
+CHAINS = ("xr-chain-sel", "xr-chain-isel")
+#: Issue 20: tile-sized chunks against chunks={} over a latency server: time at most
+#: TILES_TIME_BAR x, requests at most TILES_REQUEST_FACTOR x those of chunks={} beyond the
+#: open, plus the open's own (OPEN_REQUESTS: two metadata ranges and the sidecar GET).
+TILES_TIME_BAR, TILES_REQUEST_FACTOR, OPEN_REQUESTS = 1.5, 2, 3
 RX = ("rx-lazy", "xr-chunks", "xr-auto", "rx-chunks", "rx-auto", "rx-catalog")
 #: The dask-backed paths every bar of issue 11 applies to.
 DASK_PATHS = ("xr-chunks", "xr-auto", "rx-chunks", "rx-auto", "rx-catalog")
@@ -160,6 +167,7 @@ def bar_verdicts(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
                                              f"{REQUEST_FACTOR}x {ref} + {REQUEST_SLACK} "
                                              f"({req} vs {e_req})",
                                 "value": req, "met": req <= limit})
+    out += _issue20_verdicts(idx, results)
     for where in wheres(results):
         for w in WORKLOADS:
             g = _median(idx.get((where, w, MAIN)))
@@ -192,9 +200,46 @@ def bar_verdicts(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def _issue20_verdicts(idx: dict[tuple[str, str, str], dict[str, Any]],
+                      results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Chained selections and tile-sized chunks against their one-isel / chunks={} twins."""
+    out: list[dict[str, Any]] = []
+    for where in wheres(results):
+        if not where.startswith("http"):
+            continue
+        one = idx.get((where, "chain", MAIN))
+        for key in CHAINS:
+            row = idx.get((where, "chain", key))
+            if one is None or row is None or row.get("bytes_median") is None or \
+                    not one.get("bytes_median"):
+                continue
+            ratio = row["bytes_median"] / one["bytes_median"]
+            out.append({"criterion": f"{where} W6 {key} bytes <= {CHAIN_BYTES_BAR}x one isel "
+                                     f"({row['bytes_median']} vs {one['bytes_median']})",
+                        "value": round(ratio, 3), "met": ratio <= CHAIN_BYTES_BAR})
+        for w in ("full", "mean"):
+            base, row = idx.get((where, w, MAIN)), idx.get((where, w, "xr-tiles"))
+            if base is None or row is None or row.get("requests_median") is None:
+                continue
+            req, base_req = row["requests_median"], base["requests_median"]
+            limit = TILES_REQUEST_FACTOR * (base_req - OPEN_REQUESTS) + OPEN_REQUESTS
+            out.append({"criterion": f"{where} {TITLES[w]} xr-tiles requests <= "
+                                     f"{TILES_REQUEST_FACTOR}x chunks={{}}'s beyond the open "
+                                     f"({req} vs {base_req})", "value": req,
+                        "met": req <= limit})
+            if where.startswith("http+"):
+                m, b = _median(row), _median(base)
+                if not math.isnan(m) and not math.isnan(b):
+                    out.append({"criterion": f"{where} {TITLES[w]} xr-tiles <= "
+                                             f"{TILES_TIME_BAR}x chunks={{}} time",
+                                "value": round(m / b, 3), "met": m / b <= TILES_TIME_BAR,
+                                "of_minimums": round(_ratio(_min(row), _min(base)), 3)})
+    return out
+
+
 def format_verdicts(verdicts: list[dict[str, Any]]) -> str:
     """Return the verdicts as text, one line each, and a count."""
-    lines = ["Performance bars (issues 11 and 7):"]
+    lines = ["Performance bars (issues 11, 7 and 20):"]
     for v in verdicts:
         mark = "MET " if v["met"] else "MISS"
         extra = f" (ratio of minimums {v['of_minimums']})" if "of_minimums" in v else ""

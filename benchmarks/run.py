@@ -7,8 +7,10 @@ Usage::
 
 Builds (or reuses) one deterministic cube in ``./bench-data`` as Rumi (one
 file, and one file per date for the catalog reader), Zarr v3 and per-date
-tiled GeoTIFFs, then times four workloads (W1 full load, W2 time mean, W3
-pixel time series, W4 random chips) locally and again through a loopback
+tiled GeoTIFFs, then times five workloads (W1 full load, W2 time mean, W3
+pixel time series, W4 random chips, W6 a 100x100 chip of one date and band
+written as one ``isel`` and as two chains of ``.sel``/``.isel``; the
+``xr-tiles`` reader runs W1/W2 with one chunk per frame) locally and again through a loopback
 range HTTP server, once per ``--latency-ms`` value (0: W5 of issue 7, every
 workload; 20: an object store 20 ms away, ``--latency-workloads``), with the
 same thread count everywhere. Runs are interleaved per repetition (A B C A B
@@ -65,6 +67,7 @@ WORKLOAD_TITLES = {
     "mean": "W2 time mean",
     "pixels": "W3 pixel time series",
     "chips": "W4 random chips",
+    "chain": "W6 chained-selection chip",
 }
 
 
@@ -98,14 +101,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="dask workers, librumi pool and zarr pool size")
     p.add_argument("--codec", default="auto",
                    help="Rumi codec: a geozl recipe, or 'auto' to profile and pick")
-    p.add_argument("--workloads", default="full,mean,pixels,chips")
+    p.add_argument("--workloads", default="full,mean,pixels,chips,chain")
     p.add_argument("--readers", default="",
                    help="comma-separated reader keys (default: all)")
     p.add_argument("--no-http", action="store_true", help="skip W5 (HTTP)")
     p.add_argument("--no-local", action="store_true", help="only W5 (HTTP)")
     p.add_argument("--latency-ms", default="0,20",
                    help="comma-separated latencies of the HTTP server, one HTTP run each")
-    p.add_argument("--latency-workloads", default="full,mean",
+    p.add_argument("--latency-workloads", default="full,mean,chain",
                    help="workloads of the HTTP runs with latency > 0")
     p.add_argument("--tag", default="",
                    help="suffix of the result files (e.g. 'before' for an older checkout)")

@@ -174,6 +174,27 @@ def _cell_bytes(cube: Cube, sel: Selection) -> int:
     return down * across * per_cell * g.tile_height * g.tile_width * g.dtype.itemsize
 
 
+def _window_keys(cube: Cube, sel: Selection) -> list[Key]:
+    """Return the tile-cache keys of every plane a dense window touches.
+
+    The same keys :func:`_route_targets` builds from the window's cell targets:
+    ``(scene identity, local time, band, cell row, cell column)``.
+    """
+    g = cube.grid
+    y, x = sel.y_run, sel.x_run
+    assert y is not None and x is not None
+    rows = range(y[0] // g.tile_height, (y[0] + y[1] - 1) // g.tile_height + 1)
+    cols = range(x[0] // g.tile_width, (x[0] + x[1] - 1) // g.tile_width + 1)
+    bands = sorted(set(sel.bands))
+    keys: list[Key] = []
+    for scene, local, _ in cube.segments(np.asarray(sel.times, dtype=np.int64)):
+        ident = cache.identity(cube.scenes[scene])
+        for t in sorted(set(local)):
+            for b in bands:
+                keys += [(ident, t, b, r, c) for r in rows for c in cols]
+    return keys
+
+
 def route_outer(cube: Cube, sel: Selection, commit: bool) -> Route:
     """Decide how an OUTER selection is read (see the module docstring).
 
@@ -195,6 +216,14 @@ def route_outer(cube: Cube, sel: Selection, commit: bool) -> Route:
         # Decide from sizes alone first: a large window (a dask chunk, a whole
         # load) never builds per-cell targets.
         if store.max_bytes == 0 or _cell_bytes(cube, sel) > store.max_bytes // CACHE_FRACTION:
+            return Route(direct=direct_plan(cube, request), cube=cube)
+        # A window nothing of which is cached and none asked for before (a first
+        # chip) is read directly: decide from its plane keys alone, without the
+        # per-cell targets (building them was most of a lazy chip's overhead).
+        keys = _window_keys(cube, sel)
+        if not store.seen(keys) and all(store.peek(k) is None for k in keys):
+            if commit:
+                store.remember(keys)
             return Route(direct=direct_plan(cube, request), cube=cube)
         return _route_targets(cube, cells.grid_targets(cube, sel), request, commit)
     return _route_targets(cube, cells.grid_targets(cube, sel), None, commit)

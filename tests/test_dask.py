@@ -726,3 +726,34 @@ def test_grouping_leaves_chunks_that_do_not_tile_a_box_alone(remote_dir):
     rx.clear_cache()
     ex = var.isel(time=0, band=0, y=slice(0, 300), x=slice(0, 512)).rumi.explain()
     assert ex.calls == 1 and ex.frames == 4, ex
+
+
+@pytest.mark.skipif(QUERY_PLANNING, reason="array-expr graphs never reach array_optimize")
+def test_selections_sharing_a_chunk_read_only_what_they_select(http_server, remote_dir):
+    # The NDVI idiom: two band selections of one date computed together share every
+    # chunk's read; each reads its own band and date instead of the whole chunk.
+    truth = truth_of(remote_dir / "a.rumi").astype("f8")
+    var = xr.open_dataset(http_server.url("a.rumi"), engine="rumi", chunks={}).band_data
+    red, nir = (var.sel(band=b).isel(time=1).astype("f8") for b in ("B3", "B4"))
+    ndvi = (nir - red) / (nir + red + 1)
+    out, requests, nbytes, ex = served(http_server, ndvi)
+    np.testing.assert_allclose(out, (truth[1, 3] - truth[1, 2]) / (truth[1, 3] + truth[1, 2]
+                                                                    + 1))
+    gets = [r for r in http_server.requests() if r.method == "GET"]
+    fetched = frames_fetched(gets, var.rumi.header)
+    assert ex.frames == 2 * 2 * 3 <= fetched, ex  # Karu may fetch frames between them
+    # Against dask's own optimizer: the whole chunk (72 frames) is fetched.
+    from dask.array.optimization import optimize as dask_optimize
+
+    with dask.config.set(array_optimize=dask_optimize):
+        _, _, shared_bytes, shared_ex = served(http_server, ndvi)
+        shared_frames = frames_fetched([r for r in http_server.requests()
+                                        if r.method == "GET"], var.rumi.header)
+    assert shared_ex.frames == shared_frames == 72, shared_ex
+    assert nbytes < shared_bytes and fetched < shared_frames, (nbytes, shared_bytes)
+    # A consumer of the whole chunk keeps the shared read: every frame once.
+    rx.clear_cache()
+    rx.stats(reset=True)
+    both = dask.compute(var.isel(time=1, band=2), var + 1)
+    np.testing.assert_array_equal(both[1].to_numpy(), truth + 1)
+    assert rx.stats()["calls"] == 1 and rx.stats()["planned_frames"] == 72

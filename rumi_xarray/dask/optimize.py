@@ -103,6 +103,8 @@ def optimize(dsk: Any, keys: Any, **kwargs: Any) -> Any:
     out = base(dsk, keys, **kwargs)
     if isinstance(out, dict):  # not a HighLevelGraph: low-level fusion ran
         fuse_rumi_reads(out)
+        if split_shared_reads(out):
+            fuse_rumi_reads(out)  # chains behind the split reads
         group_rumi_reads(out)
     return out
 
@@ -242,6 +244,127 @@ def _prune(graph: dict[Any, Any], out_key: Any) -> None:
         stack.extend(getattr(node, "dependencies", ()) or ())
     for key in [k for k in graph if k not in needed]:
         del graph[key]
+
+
+# --- a chunk read shared by selections becomes their own reads --------------------------
+
+#: A shared chunk read is split when its consumers' selections add up to at most
+#: this fraction of the chunk (else reading the chunk once is the cheaper plan).
+SPLIT_FRACTION = 0.5
+
+
+def split_shared_reads(dsk: dict[Any, Any]) -> int:
+    """Give each selection of a shared Rumi chunk read its own read, in place.
+
+    ``red = v.sel(band="B04"); nir = v.sel(band="B08")`` and ``(nir - red) /
+    (nir + red)`` share each chunk's read: dask fuses only linear chains, so
+    the chunk is read whole and both bands are sliced out of it. When every
+    consumer of such a read only selects from it and together they select at
+    most :data:`SPLIT_FRACTION` of it, each consumer reads its own selection
+    instead (and :func:`group_rumi_reads` then joins the reads that tile a box
+    back into one). A consumer using the whole chunk (``a + 1``) keeps the
+    shared read: each frame is then still decoded once.
+
+    Parameters
+    ----------
+    dsk : dict
+
+    Returns
+    -------
+    int
+        How many shared reads were split.
+    """
+    users: dict[Any, list[Any]] = {}
+    for key, node in dsk.items():
+        for dep in getattr(node, "dependencies", ()) or ():
+            users.setdefault(dep, []).append(key)
+    split = 0
+    for rkey, rnode in list(dsk.items()):
+        consumers = users.get(rkey, [])
+        if len(consumers) < 2 or not isinstance(rnode, Task) or rnode.func not in _READS \
+                or len(rnode.args) not in (2, 4) or not isinstance(rnode.args[0], TaskRef):
+            continue
+        array = dsk.get(rnode.args[0].key)
+        if not isinstance(array, DataNode) or not _backed_by_rumi(array.value):
+            continue
+        shape: tuple[int, ...] = tuple(getattr(array.value, "shape", ()))
+        base = _index(rnode.args[1])
+        whole = _window(base, shape)
+        if whole is None:
+            continue
+        plans = [_split_consumer(dsk[c], rkey, rnode, base, shape) for c in consumers]
+        if any(p is None for p in plans):
+            continue
+        selected = sum(v for p in plans if p is not None for v in p[1])
+        if selected > SPLIT_FRACTION * _volume(whole):
+            continue
+        for c, plan in zip(consumers, plans, strict=True):
+            assert plan is not None
+            dsk[c] = plan[0]
+        del dsk[rkey]
+        split += 1
+    return split
+
+
+def _volume(window: tuple[tuple[int, int], ...]) -> int:
+    out = 1
+    for a, b in window:
+        out *= b - a
+    return out
+
+
+def _split_consumer(node: Any, rkey: Any, read: Task, base: Any, shape: tuple[int, ...]
+                    ) -> tuple[Task, list[int]] | None:
+    """Return ``node`` reading its own selections of ``read``, and their sizes; or None."""
+    extra = [_index(a) for a in read.args[2:]]
+    array_ref = read.args[0]
+
+    def own_read(key: Any, index: Any, ref: Any) -> tuple[Task, int] | None:
+        try:
+            fused = fuse_slice(base, _index(index))
+        except (NotImplementedError, TypeError, IndexError):
+            return None
+        window = _window(fused, shape)
+        if window is None:
+            return None
+        return Task(key, read.func, ref, fused, *extra), _volume(window)
+
+    if not isinstance(node, Task):
+        return None
+    inner = subgraph(node)
+    if inner is None:
+        if node.func not in _INDEXES or len(node.args) != 2 or \
+                not (isinstance(node.args[0], TaskRef) and node.args[0].key == rkey):
+            return None
+        made = own_read(node.key, node.args[1], array_ref)
+        return None if made is None else (made[0], [made[1]])
+    graph, names, inputs = dict(inner[0]), inner[1], inner[2]
+    bound = [n for n, v in zip(names, inputs, strict=True)
+             if isinstance(v, TaskRef) and v.key == rkey]
+    if len(bound) != 1:
+        return None
+    name = bound[0]
+    outside = dict(zip(names, inputs, strict=True))
+    sizes = []
+    for ikey, inode in graph.items():
+        if name not in (getattr(inode, "dependencies", ()) or ()):
+            continue
+        if not isinstance(inode, Task) or inode.func not in _INDEXES or \
+                len(inode.args) != 2 or inode.args[0] != TaskRef(name):
+            return None  # the chunk is used whole (or otherwise) inside: keep it shared
+        index = inode.args[1]
+        if isinstance(index, TaskRef):
+            index = outside.get(index.key, index)
+        made = own_read(ikey, index, TaskRef(array_ref.key))
+        if made is None:
+            return None
+        graph[ikey] = made[0]
+        sizes.append(made[1])
+    kept = [(n, v) for n, v in zip(names, inputs, strict=True) if n != name]
+    if array_ref.key not in {n for n, _ in kept}:
+        kept.append((array_ref.key, TaskRef(array_ref.key)))
+    return (Task(node.key, node.func, graph, node.args[1], tuple(n for n, _ in kept),
+                 *(v for _, v in kept)), sizes)
 
 
 # --- neighbouring chunk reads of one read group become one read -----------------------

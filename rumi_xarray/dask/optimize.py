@@ -103,7 +103,7 @@ def optimize(dsk: Any, keys: Any, **kwargs: Any) -> Any:
     out = base(dsk, keys, **kwargs)
     if isinstance(out, dict):  # not a HighLevelGraph: low-level fusion ran
         fuse_rumi_reads(out)
-        if split_shared_reads(out):
+        if split_shared_reads(out, keys):
             fuse_rumi_reads(out)  # chains behind the split reads
         group_rumi_reads(out)
     return out
@@ -253,7 +253,7 @@ def _prune(graph: dict[Any, Any], out_key: Any) -> None:
 SPLIT_FRACTION = 0.5
 
 
-def split_shared_reads(dsk: dict[Any, Any]) -> int:
+def split_shared_reads(dsk: dict[Any, Any], keys: Any = ()) -> int:
     """Give each selection of a shared Rumi chunk read its own read, in place.
 
     ``red = v.sel(band="B04"); nir = v.sel(band="B08")`` and ``(nir - red) /
@@ -268,12 +268,17 @@ def split_shared_reads(dsk: dict[Any, Any]) -> int:
     Parameters
     ----------
     dsk : dict
+    keys : list, optional
+        The keys the computation returns: a read among them is needed whole.
 
     Returns
     -------
     int
         How many shared reads were split.
     """
+    from dask.core import flatten
+
+    wanted = set(flatten(keys)) if keys else set()
     users: dict[Any, list[Any]] = {}
     for key, node in dsk.items():
         for dep in getattr(node, "dependencies", ()) or ():
@@ -281,7 +286,7 @@ def split_shared_reads(dsk: dict[Any, Any]) -> int:
     split = 0
     for rkey, rnode in list(dsk.items()):
         consumers = users.get(rkey, [])
-        if len(consumers) < 2 or not isinstance(rnode, Task) or rnode.func not in _READS \
+        if rkey in wanted or len(consumers) < 2 or not isinstance(rnode, Task) or rnode.func not in _READS \
                 or len(rnode.args) not in (2, 4) or not isinstance(rnode.args[0], TaskRef):
             continue
         array = dsk.get(rnode.args[0].key)

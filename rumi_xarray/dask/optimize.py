@@ -286,8 +286,10 @@ def split_shared_reads(dsk: dict[Any, Any], keys: Any = ()) -> int:
     split = 0
     for rkey, rnode in list(dsk.items()):
         consumers = users.get(rkey, [])
-        if rkey in wanted or len(consumers) < 2 or not isinstance(rnode, Task) or rnode.func not in _READS \
-                or len(rnode.args) not in (2, 4) or not isinstance(rnode.args[0], TaskRef):
+        if rkey in wanted or len(consumers) < 2 or not isinstance(rnode, Task):
+            continue
+        if rnode.func not in _READS or len(rnode.args) not in (2, 4) or \
+                not isinstance(rnode.args[0], TaskRef):
             continue
         array = dsk.get(rnode.args[0].key)
         if not isinstance(array, DataNode) or not _backed_by_rumi(array.value):

@@ -398,7 +398,8 @@ def measure(where: Where, workload: str, fns: dict[str, Reader], reps: int, paus
             row["times"].append(wall)
             row["cpu"].append(cpu)
             row["calls"].append(s["calls"])
-            row["frames"].append(s["planned_frames"])
+            # "frames" in checkouts before issue 20 (measured with PYTHONPATH for "before")
+            row["frames"].append(s.get("planned_frames", s.get("frames", 0)))
             row["decoded"].append(s["bytes"])
             if served is not None:
                 row["requests"].append(served["requests"])

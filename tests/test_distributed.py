@@ -53,6 +53,31 @@ def test_workers_read_one_call_per_chunk_and_size_rumi_pool(client, corpus):
     assert set(threads.values()) == {2}
 
 
+def test_chains_and_tile_chunks_read_as_on_one_machine_on_a_cluster(client, corpus):
+    # Issue 20's graph rewrites happen on the client: the workers run fewer, larger reads.
+    import warnings
+
+    path, header, data, _ = corpus["plane_tb_u16"]
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="The specified chunks separate")
+        tiles = xr.open_dataset(path, engine="rumi", chunks={"time": 1, "band": 1}).band_data
+        whole = xr.open_dataset(path, engine="rumi", chunks={}).band_data
+    counts = []
+    for var in (tiles, whole):
+        client.run(rx.clear_cache)
+        rx.stats(reset=True, client=client)
+        chip = var.isel(time=1).sel(band=var.band.values[0]).isel(y=slice(2, 40), x=slice(5, 9))
+        np.testing.assert_array_equal(chip.compute().values, data[1, 0, 2:40, 5:9])
+        np.testing.assert_array_equal(var.compute().values, data)
+        counts.append(rx.stats(client=client))
+    assert tiles.data.npartitions == 12 and whole.data.npartitions == 1
+    # The same frames and bytes whatever the chunks (how many calls serve them depends
+    # on which worker's tile cache saw the chip first), far fewer calls than chunks.
+    assert [(c["planned_frames"], c["bytes"]) for c in counts] == [
+        (counts[1]["planned_frames"], data.nbytes + 38 * 4 * data.itemsize)] * 2, counts
+    assert counts[0]["calls"] < tiles.data.npartitions
+
+
 def test_xarray_engine_path_on_cluster(client, corpus):
     import xarray as xr
 

@@ -34,6 +34,7 @@ not reach the read at all, and read groups default to 16 MiB instead.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -417,6 +418,7 @@ def group_rumi_reads(dsk: dict[Any, Any]) -> int:
         How many group reads were made.
     """
     found: dict[tuple[Any, ...], list[_Read]] = {}
+    arrays: dict[int, Any] = {}  # id of an adapter -> the Rumi array under it (or None)
     for key, node in list(dsk.items()):
         if not isinstance(node, Task):
             continue
@@ -424,7 +426,7 @@ def group_rumi_reads(dsk: dict[Any, Any]) -> int:
         if inner is None:
             if len(node.args) >= 2:
                 _collect(found, key, node, None, node.args[0], _index(node.args[1]),
-                         [_index(a) for a in node.args[2:]], dsk)
+                         [_index(a) for a in node.args[2:]], dsk, arrays)
             continue
         graph, names, inputs = inner
         outside = dict(zip(names, inputs, strict=True))
@@ -437,7 +439,7 @@ def group_rumi_reads(dsk: dict[Any, Any]) -> int:
                 if any(isinstance(a, TaskRef) and a.key in graph for a in args):
                     continue  # reads something computed inside: not a source read
                 _collect(found, ikey, inode, key, args[0], _index(args[1]),
-                         [_index(a) for a in args[2:]], dsk)
+                         [_index(a) for a in args[2:]], dsk, arrays)
     made = 0
     for (_, _, gid), reads in found.items():
         box = _tiled_box(reads)
@@ -466,7 +468,7 @@ def _key_name(ref: Any) -> str:
 
 def _collect(found: dict[tuple[Any, ...], list[_Read]], key: Any, task: Task,
              outer: Any | None, ref: Any, index: Any, extra: list[Any],
-             dsk: Mapping[Any, Any]) -> None:
+             dsk: Mapping[Any, Any], arrays: dict[int, Any]) -> None:
     if task.func not in _READS or len(task.args) not in (2, 4):
         return
     if any(isinstance(a, GraphNode) for a in extra):
@@ -478,7 +480,9 @@ def _collect(found: dict[tuple[Any, ...], list[_Read]], key: Any, task: Task,
         value = dsk.get(value.key)
     if not isinstance(value, DataNode):
         return
-    array = _plain_rumi_array(value.value)
+    if id(value.value) not in arrays:  # one walk per adapter, not per chunk
+        arrays[id(value.value)] = _plain_rumi_array(value.value)
+    array = arrays[id(value.value)]
     if array is None or array.read_group is None:
         return
     window = _window(index, array.shape)
@@ -530,28 +534,24 @@ def _window(index: Any, shape: tuple[int, ...]) -> tuple[tuple[int, int], ...] |
 
 def _tiled_box(reads: list[_Read]) -> tuple[tuple[int, int], ...] | None:
     """Return the box the reads' windows tile exactly (no gap, no overlap), or None."""
+    import numpy as np
+
     windows = sorted({r.window for r in reads})
-    if len(windows) < 2 or len(windows) > 4096:
+    if len(windows) < 2:
         return None
+    ndim = len(windows[0])
     box = tuple((min(w[d][0] for w in windows), max(w[d][1] for w in windows))
-                for d in range(len(windows[0])))
-
-    def volume(w: tuple[tuple[int, int], ...]) -> int:
-        out = 1
-        for a, b in w:
-            out *= b - a
-        return out
-
-    if sum(volume(w) for w in windows) != volume(box):
-        return None
-    # Equal total volume inside the box and no overlap: the windows tile it.
-    # Windows of one chunk grid never overlap partly: check that cheaply by
-    # their starts being distinct along the grid they form.
-    for i, w in enumerate(windows):
-        for v in windows[i + 1:]:
-            if all(a < d and c < b for (a, b), (c, d) in zip(w, v, strict=True)):
-                return None
-    return box
+                for d in range(ndim))
+    # Cover the box with the grid the windows' edges make and count how often
+    # each grid cell is covered: exactly once everywhere means they tile it.
+    edges = [sorted({e for w in windows for e in w[d]}) for d in range(ndim)]
+    if math.prod(len(e) - 1 for e in edges) > 2**20:
+        return None  # a grid this fine is no chunk grid: leave the reads apart
+    where = [{e: i for i, e in enumerate(dim)} for dim in edges]
+    counts = np.zeros(tuple(len(e) - 1 for e in edges), dtype=np.int32)
+    for w in windows:
+        counts[tuple(slice(where[d][a], where[d][b]) for d, (a, b) in enumerate(w))] += 1
+    return box if bool((counts == 1).all()) else None
 
 
 def _relative(read: _Read, box: tuple[tuple[int, int], ...]) -> tuple[Any, ...]:
@@ -566,9 +566,11 @@ def _with_input(fused: Task, inner_key: Any, node: Task) -> Task:
     """Return the fused task with ``graph[inner_key]`` replaced (its inputs recomputed)."""
     found = subgraph(fused)
     assert found is not None
+    # A copy: blockwise fusion gives every chunk's task the same inner dict (the
+    # chunks differ by their inputs). The read it held is replaced under its
+    # key, so nothing is left to prune.
     graph, names, inputs = dict(found[0]), found[1], found[2]
     graph[inner_key] = node
-    _prune(graph, fused.args[1])
     gkey = node.args[0].key
     if gkey in names:
         return Task(fused.key, fused.func, graph, *fused.args[1:])

@@ -15,13 +15,18 @@ comes from dask's own slicing.
 
 The fix is dask's public optimisation hook for arrays, ``array_optimize``:
 :func:`optimize` runs the optimizer that was configured before (dask's
-default :func:`dask.array.optimization.optimize`, or the user's), then folds
-every remaining chain ``getter -> getitem -> getitem ...`` inside a fused
-task into one ``getter`` call with the composed index (dask's own public
-:func:`~dask.array.optimization.fuse_slice`), but only where the chain's
-read is of a Rumi array; every other task of every graph is returned as
-dask made it. A chunk shared by several consumers is not in such a chain
-(dask fuses linear chains only), so it is still read once, whole.
+default :func:`dask.array.optimization.optimize`, or the user's), then
+rewrites the Rumi reads of the optimized graph, and only those (every other
+task of every graph is returned as dask made it):
+
+- :func:`fuse_rumi_reads` folds every remaining chain ``getter -> getitem ->
+  getitem ...`` inside a fused task into one ``getter`` call with the
+  composed index (dask's own public :func:`~dask.array.optimization.fuse_slice`);
+- :func:`split_shared_reads` gives the selections sharing one chunk read
+  (dask fuses linear chains only) their own reads when together they select
+  at most half of the chunk;
+- :func:`group_rumi_reads` makes the chunk reads that tile a box inside one
+  read group one read of that box (tile-sized user chunks).
 
 :func:`install` sets the hook the first time a Rumi array is sized in a
 process that has imported dask (xarray does that when it chunks a

@@ -40,6 +40,7 @@ not reach the read at all, and read groups default to 16 MiB instead.
 from __future__ import annotations
 
 import math
+import operator
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -457,7 +458,11 @@ def group_rumi_reads(dsk: dict[Any, Any]) -> int:
         # The chunk reads' own getter, asarray and lock, as from_array set them.
         dsk[gkey] = Task(gkey, first.task.func, first.ref, index, *first.extra)
         for read in reads:
-            slicer = Task(read.key, chunk_getitem, TaskRef(gkey), _relative(read, box))
+            rel = _relative(read, box)
+            # A view, not a copy (dask's chunk getitem copies small slices): the
+            # views tile the box exactly, so together they hold just its memory.
+            take = chunk_getitem if all(isinstance(k, int) for k in rel) else operator.getitem
+            slicer = Task(read.key, take, TaskRef(gkey), rel)
             if read.outer is None:
                 dsk[read.key] = slicer
             else:

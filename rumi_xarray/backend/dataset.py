@@ -21,7 +21,7 @@ from xarray.core import indexing
 from rumi_xarray import options
 from rumi_xarray.backend.array import RumiBackendArray
 from rumi_xarray.backend.wrappers import find_backend
-from rumi_xarray.conventions import georef
+from rumi_xarray.conventions import crs_index, georef
 from rumi_xarray.conventions.bands import BandLabels
 from rumi_xarray.conventions.time import TIME_UNITS, time_seconds
 from rumi_xarray.dask.sizes import converts_to_numpy, dask_chunk_bytes, query_planning
@@ -214,6 +214,8 @@ def build(cube: Cube, labels: Labels, *, band_as_variable: bool = False,
     if indexed is not None:
         ds = ds.assign_coords(indexed)
     ds = xr.decode_cf(ds, drop_variables=_names(drop_variables), **dict(decoders or {}))
+    # xarray compares this index whenever it aligns: mixed CRSs are refused.
+    ds = crs_index.attach(ds, georef.GRID_MAPPING, cube.name)
     return _forget_dropped_grid_mapping(ds)
 
 

@@ -255,6 +255,25 @@ def test_convert_unknown_codec_or_dtype(capsys: pytest.CaptureFixture[str],
     assert sorted(os.listdir(tmp_path)) == ["scene.tif"]
 
 
+def test_convert_refuses_a_destination_not_named_rumi_unless_forced(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    data = np.arange(20 * 30, dtype=np.uint16).reshape(1, 20, 30)
+    tif = tmp_path / "scene.tif"
+    write_geotiff(tif, data, descriptions=["red"], stamp="2024:05:01 10:20:30")
+    target = tmp_path / "out.tif"
+    code, _, err = run(capsys, "convert", tif, target)
+    assert code == 1, err
+    assert f"{target}: convert writes a Rumi file" in err and ".tif, not .rumi" in err
+    assert "--any-suffix" in err
+    assert not target.exists()
+    code, _, err = run(capsys, "convert", tif, target, "--any-suffix")
+    assert code == 0, err
+    assert target.read_bytes()[:4] == b"RUMI"
+    np.testing.assert_array_equal(read(target)[0], data)
+    code, _, err = run(capsys, "convert", tif, tmp_path / "UPPER.RUMI")
+    assert code == 0, err
+
+
 def test_convert_failures(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     missing = tmp_path / "missing.tif"
     code, _, err = run(capsys, "convert", missing, tmp_path / "x.rumi")

@@ -11,6 +11,7 @@ import xarray as xr
 from rumi_xarray.backend import (
     accessor,  # noqa: F401  (registers the .rumi accessor)
     dataset,
+    keywords,
 )
 from rumi_xarray.conventions import cf
 from rumi_xarray.model.cube import Cube, Scene
@@ -60,6 +61,13 @@ def open_rumi(filename_or_obj: Any, *, drop_variables: str | Iterable[str] | Non
     -------
     xarray.Dataset
     """
+    keywords.check(filename_or_obj, band_as_variable=band_as_variable,
+                   mask_and_scale=mask_and_scale, decode_times=decode_times,
+                   decode_timedelta=decode_timedelta, use_cftime=use_cftime,
+                   concat_characters=concat_characters, decode_coords=decode_coords,
+                   drop_variables=drop_variables, header=header,
+                   storage_options=storage_options, nodata=nodata, scale_factor=scale_factor,
+                   add_offset=add_offset, units=units, sidecar=sidecar)
     scene, meta = open_scene(filename_or_obj, header=header, storage_options=storage_options)
     grid = Grid.from_metadata(meta)
     cube = Cube.single(scene, grid)

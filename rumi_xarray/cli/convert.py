@@ -83,6 +83,10 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
                               "(default: the source's, packed or decoded)")
     convert.add_argument("--overwrite", action="store_true",
                          help="replace DST when it exists (refused by default)")
+    convert.add_argument("--any-suffix", action="store_true",
+                         help="write DST even if its name does not end in .rumi (refused by "
+                              "default: other tools go by the suffix, and GDAL fails on a "
+                              "Rumi file named .tif)")
     add_progress(convert)
     convert.set_defaults(run=run)
 
@@ -236,6 +240,12 @@ def run(args: argparse.Namespace) -> int:
 
     if os.path.abspath(args.source) == os.path.abspath(args.destination):
         raise CommandError(f"{args.destination}: the destination is the source")
+    if not args.destination.lower().endswith(".rumi") and not args.any_suffix:
+        suffix = os.path.splitext(args.destination)[1] or "no suffix"
+        raise CommandError(
+            f"{args.destination}: convert writes a Rumi file, but the destination's name "
+            f"has {suffix}, not .rumi (tools that go by the suffix, such as GDAL for .tif, "
+            f"would fail on it); name it .rumi, or pass --any-suffix to write it anyway")
     if os.path.lexists(args.destination) and not args.overwrite:
         raise CommandError(f"{args.destination}: exists already; pass --overwrite to "
                            f"replace it")

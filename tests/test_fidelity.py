@@ -556,8 +556,10 @@ def test_to_netcdf_with_the_default_engine_and_back(converted: Path, tmp_path: P
     assert back.rio.crs.to_epsg() == EPSG and back.rio.transform() == ds.rio.transform()
     np.testing.assert_array_equal(back.time.values, ds.time.values)
     assert not any(str(k).startswith("rumi_") for k in back.band_data.attrs)
-    # A selected band still plots with its own label, not a list of all of them.
-    assert "long_name" not in ds.band_data.sel(band="B08").attrs
+    # A selected band still plots with one label, not a list of all of them (CF wants a
+    # long_name on every data variable: tests/test_netcdf_cf.py).
+    assert ds.band_data.sel(band="B08").attrs["long_name"] == "band data"
+    assert back.band_data.attrs["long_name"] == "band data"
 
 
 def test_rio_to_raster_gets_no_rumi_tags(converted: Path, tmp_path: Path) -> None:

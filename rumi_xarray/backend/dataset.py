@@ -21,7 +21,7 @@ from xarray.core import indexing
 from rumi_xarray import options
 from rumi_xarray.backend.array import RumiBackendArray
 from rumi_xarray.backend.wrappers import find_backend
-from rumi_xarray.conventions import crs_index, georef
+from rumi_xarray.conventions import crs_index, georef, netcdf
 from rumi_xarray.conventions.bands import BandLabels
 from rumi_xarray.conventions.time import TIME_UNITS, time_seconds
 from rumi_xarray.dask.sizes import converts_to_numpy, dask_chunk_bytes, query_planning
@@ -216,13 +216,15 @@ def build(cube: Cube, labels: Labels, *, band_as_variable: bool = False,
     ds = xr.decode_cf(ds, drop_variables=_names(drop_variables), **dict(decoders or {}))
     # xarray compares this index whenever it aligns: mixed CRSs are refused.
     ds = crs_index.attach(ds, georef.GRID_MAPPING, cube.name)
-    return _forget_dropped_grid_mapping(ds)
+    return netcdf.prepare(_forget_dropped_grid_mapping(ds))
 
 
 def _time_coords(labels: Labels) -> dict[Hashable, xr.Variable]:
     """Return ``time`` (always a dimension) and ``time_bnds``, CF-encoded."""
+    # POSIX seconds count no leap seconds: CF 1.11's units_metadata says so.
     attrs: dict[str, Any] = {"standard_name": "time", "long_name": "time", "axis": "T",
-                             "units": TIME_UNITS, "calendar": "proleptic_gregorian"}
+                             "units": TIME_UNITS, "calendar": "proleptic_gregorian",
+                             "units_metadata": "leap_seconds: none"}
     if labels.bounds is not None:
         attrs["bounds"] = "time_bnds"
     out: dict[Hashable, xr.Variable] = {

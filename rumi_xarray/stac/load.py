@@ -372,6 +372,7 @@ def _conform(ds: xr.Dataset, gbox: Any, sources: Sequence[StacSource],
                 {"long_name": "band text as stored"})
         new_coords.update(companions)
     ds = ds.assign_coords(new_coords)
+    ds.attrs = {}  # odc-stac's layout: the shared-grid path's open_dataset attributes go
     for name in ds.data_vars:
         var = ds[name]
         attrs: dict[str, Any] = {}

@@ -50,8 +50,9 @@ class Labels:
     bounds : numpy.ndarray or None
         ``(n, 2)`` interval bounds in POSIX seconds.
     transform : tuple of float or None
-    crs : int or None
-        EPSG code.
+    crs : int, str or None
+        EPSG code, or the full CRS (WKT) a sidecar keeps for a CRS that is
+        not exactly an EPSG one.
     pixel_is_point : bool or None
     cf : dict
         CF attributes Rumi has no field for (``_FillValue``, ``scale_factor``,
@@ -62,7 +63,7 @@ class Labels:
     seconds: np.ndarray
     bounds: np.ndarray | None
     transform: tuple[float, ...] | None
-    crs: int | None
+    crs: int | str | None
     pixel_is_point: bool | None
     cf: Mapping[str, Any] = field(default_factory=dict)
 

@@ -12,7 +12,7 @@ from rumi_xarray.backend import (
     accessor,  # noqa: F401  (registers the .rumi accessor)
     dataset,
 )
-from rumi_xarray.conventions import cf
+from rumi_xarray.conventions import cf, georef
 from rumi_xarray.model.cube import Cube, Scene
 from rumi_xarray.model.grid import Grid
 from rumi_xarray.native import reads
@@ -67,8 +67,10 @@ def open_rumi(filename_or_obj: Any, *, drop_variables: str | Iterable[str] | Non
                       nodata=nodata, scale_factor=scale_factor, add_offset=add_offset,
                       units=units, dtype=grid.dtype, where=scene.name)
     labels = dataset.Labels.from_metadata(meta, scene.name)
-    labels = dataset.Labels(labels.bands, labels.seconds, labels.bounds, labels.transform,
-                            labels.crs, labels.pixel_is_point, facts)
+    transform, crs, pixel_is_point = georef.with_sidecar(
+        labels.transform, labels.crs, labels.pixel_is_point, facts, scene.name)
+    labels = dataset.Labels(labels.bands, labels.seconds, labels.bounds, transform, crs,
+                            pixel_is_point, facts)
     # xarray's defaults for every engine: masked and scaled, times decoded.
     decoders: dict[str, Any] = {
         "mask_and_scale": True if mask_and_scale is None else mask_and_scale,

@@ -111,9 +111,9 @@ def prepare(obj: xr.DataArray | xr.Dataset, where: str = "<to_rumi>", *,
     else:
         labels = time_conv.scalar_time(selected, ds, time_dim, where)
     bands = band_conv.band_texts(da, where)
-    transform, epsg, pixel_is_point = georef.georeference(da, ds, where, crs)
-    return Prepared(data=da, bands=bands, time=labels, transform=transform, crs=epsg,
-                    pixel_is_point=pixel_is_point, facts=encoded.facts)
+    grid = georef.georeference(da, ds, where, crs)
+    return Prepared(data=da, bands=bands, time=labels, transform=grid.transform, crs=grid.epsg,
+                    pixel_is_point=grid.pixel_is_point, facts={**encoded.facts, **grid.facts})
 
 
 # --- which variable -------------------------------------------------------------

@@ -58,7 +58,8 @@ def write_array(path: str | os.PathLike[str], data: Any, *, bands: Sequence[str]
                 pattern: str | None = None, progress: bool | None = None,
                 nodata: Any = None, scale_factor: float | None = None,
                 add_offset: float | None = None, units: str | None = None,
-                decoded_dtype: Any = None) -> bytes:
+                decoded_dtype: Any = None, crs_wkt: str | None = None,
+                geotransform: str | None = None) -> bytes:
     """Write a ``(time, band, y, x)`` array as a Rumi file.
 
     Nodata, scale, offset and units go to the sidecar ``<path>.aux.json``
@@ -107,6 +108,13 @@ def write_array(path: str | os.PathLike[str], data: Any, *, bands: Sequence[str]
     decoded_dtype : {"float32", "float64"}, optional
         The type packed samples decode to; by default float32 for samples of
         16 bits or less and float64 otherwise (as GDAL and rioxarray decode).
+    crs_wkt : str, optional
+        The full CRS (WKT2) when it is not exactly the EPSG code ``crs``
+        (e.g. ESRI:102039 stored as its equivalent EPSG:5070), or when it
+        has no EPSG equivalent; kept in the sidecar, which reopening prefers.
+    geotransform : str, optional
+        GDAL's ``GeoTransform`` text for the sidecar, for a grid whose CRS
+        has no EPSG code (the file then stores no transform).
 
     Returns
     -------
@@ -136,7 +144,8 @@ def write_array(path: str | os.PathLike[str], data: Any, *, bands: Sequence[str]
         compress.check(dtype, target)
         facts = {"nodata": nodata, "scale_factor": scale_factor, "add_offset": add_offset,
                  "units": units, "decoded_dtype": None if decoded_dtype is None
-                 else str(np.dtype(decoded_dtype))}
+                 else str(np.dtype(decoded_dtype)), "crs_wkt": crs_wkt,
+                 "geotransform": geotransform}
         try:
             cf.cf_attributes(facts, dtype, target)  # nodata fits the samples, known types
         except RumiError as exc:
@@ -406,4 +415,5 @@ def to_rumi(obj: xr.DataArray | xr.Dataset, path: str | os.PathLike[str], *,
                        codec=codec, error=error, pattern=pattern, progress=progress,
                        nodata=facts.get("nodata"), scale_factor=facts.get("scale_factor"),
                        add_offset=facts.get("add_offset"), units=facts.get("units"),
-                       decoded_dtype=facts.get("decoded_dtype"))
+                       decoded_dtype=facts.get("decoded_dtype"),
+                       crs_wkt=facts.get("crs_wkt"), geotransform=facts.get("geotransform"))

@@ -9,6 +9,7 @@ behaves exactly as with xarray's other backends, lazily.
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -215,7 +216,44 @@ def build(cube: Cube, labels: Labels, *, band_as_variable: bool = False,
     if indexed is not None:
         ds = ds.assign_coords(indexed)
     ds = xr.decode_cf(ds, drop_variables=_names(drop_variables), **dict(decoders or {}))
+    if dict(decoders or {}).get("mask_and_scale", True):
+        ds = _as_rioxarray_masks(ds, [n for n in variables if n in ds.variables])
     return _forget_dropped_grid_mapping(ds)
+
+
+def _as_rioxarray_masks(ds: xr.Dataset, names: list[Hashable]) -> xr.Dataset:
+    """Give integer samples left undecoded the floats ``mask_and_scale=True`` gives in rioxarray.
+
+    xarray's decoder keeps integers when there is neither nodata nor scale
+    to apply; ``rioxarray.open_rasterio(mask_and_scale=True)`` always reads
+    masked, as float32 for samples of 16 bits or less and float64 for wider
+    ones, so ``rio.pad_box`` and ``rio.reproject`` fill with NaN. The cast
+    is lazy (xarray's own element-wise wrapper, as its CF decoders use), and
+    ``encoding["dtype"]`` keeps the stored type, as rioxarray records it.
+    """
+    from rumi_xarray.conventions.cf import gdal_decoded_type
+
+    try:
+        from xarray.coding.common import lazy_elemwise_func
+    except ImportError:  # xarray before 2024.11 kept it in coding.variables
+        from xarray.coding.variables import lazy_elemwise_func  # type: ignore[no-redef,attr-defined]
+
+    changed: dict[Hashable, xr.Variable] = {}
+    for name in names:
+        var = ds.variables[name]
+        if var.dtype.kind not in "iu":
+            continue
+        target = gdal_decoded_type(var.dtype)
+        data = lazy_elemwise_func(var._data, functools.partial(_astype, dtype=target), target)
+        changed[name] = xr.Variable(var.dims, data, var.attrs,
+                                    encoding={**var.encoding, "dtype": var.dtype})
+    if not changed:
+        return ds
+    return ds.assign(changed)
+
+
+def _astype(values: Any, dtype: np.dtype) -> Any:
+    return np.asarray(values).astype(dtype)
 
 
 def _time_coords(labels: Labels) -> dict[Hashable, xr.Variable]:

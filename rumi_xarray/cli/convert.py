@@ -117,7 +117,7 @@ def open_source(source: str, *, engine: str | None = None, tile_size: int = 512
 
     GeoTIFFs (and other GDAL rasters) go through ``rioxarray.open_rasterio``
     with tile-sized dask chunks, their bands named by their descriptions
-    (``band_1``... where a band has none) and their time taken from the
+    (rioxarray's band numbers where they have none) and their time taken from the
     ``TIFFTAG_DATETIME`` tag when present. Zarr stores open with their own
     chunks; other xarray engines open lazily and :func:`rumi_xarray.to_rumi`
     reads them a frame at a time.
@@ -172,8 +172,9 @@ def _open_rasterio(source: str, tile_size: int) -> xr.DataArray:
     if not isinstance(opened, xr.DataArray):
         raise CommandError(f"{source}: has several subdatasets; convert one of them "
                            f"(its GDAL subdataset name) at a time")
-    n = opened.sizes.get("band", 1)
-    named = opened.assign_coords(band=descriptions(opened) or [f"band_{i + 1}" for i in range(n)])
+    described = descriptions(opened)
+    # Unnamed bands keep rioxarray's integer labels (stored as "1", "2"...), as to_rumi does.
+    named = opened.assign_coords(band=described) if described else opened
     stamp = opened.attrs.get("TIFFTAG_DATETIME")
     if isinstance(stamp, str) and "time" not in named.coords:
         when = _tiff_datetime(stamp)

@@ -81,6 +81,10 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     convert.add_argument("--dtype", type=_dtype, default=None, metavar="DTYPE",
                          help="type of the stored samples, e.g. float32 with --decode "
                               "(default: the source's, packed or decoded)")
+    convert.add_argument("--masks", choices=("nodata", "band", "ignore"), default="nodata",
+                         help="a GDAL alpha band or per-dataset mask: as nodata where a value "
+                              "is free (refused otherwise), as a band of its own, or dropped "
+                              "(default: %(default)s)")
     convert.add_argument("--overwrite", action="store_true",
                          help="replace DST when it exists (refused by default)")
     add_progress(convert)
@@ -253,7 +257,7 @@ def run(args: argparse.Namespace) -> int:
                              codec=args.codec, frame=args.frame, error=args.error,
                              band_dim=args.band_dim, time_dim=args.time_dim,
                              variable=args.variable, time=when, crs=args.crs,
-                             encode_cf=not args.decode, dtype=args.dtype)
+                             encode_cf=not args.decode, dtype=args.dtype, masks=args.masks)
     finally:
         obj.close()
     meta = header_info(header)

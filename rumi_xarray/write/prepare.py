@@ -21,6 +21,7 @@ from rumi_xarray.conventions import bands as band_conv
 from rumi_xarray.conventions import cf, georef
 from rumi_xarray.conventions import time as time_conv
 from rumi_xarray.errors import RumiWriteTypeError, input_error
+from rumi_xarray.write.masks import apply_masks
 from rumi_xarray.native.frames import check_dtype
 
 _Y_NAMES = ("y", "lat", "latitude")
@@ -62,7 +63,7 @@ class Prepared:
 def prepare(obj: xr.DataArray | xr.Dataset, where: str = "<to_rumi>", *,
             band_dim: str = "band", time_dim: str = "time", variable: Hashable | None = None,
             time: Any = None, crs: Any = None, chunks: dict[str, int] | None = None,
-            encode_cf: bool = True, dtype: Any = None) -> Prepared:
+            encode_cf: bool = True, dtype: Any = None, masks: str = "nodata") -> Prepared:
     """Reduce an xarray object to the array and labels a Rumi file stores.
 
     Nothing is computed: the data stay as lazy as they were. See
@@ -88,12 +89,16 @@ def prepare(obj: xr.DataArray | xr.Dataset, where: str = "<to_rumi>", *,
         :func:`rumi_xarray.conventions.cf.encode`); False stores decoded values.
     dtype : numpy dtype-like, optional
         The stored sample type.
+    masks : {"nodata", "band", "ignore"}
+        What becomes of a GDAL alpha band or per-dataset mask of the source
+        (see :mod:`rumi_xarray.write.masks`).
 
     Returns
     -------
     Prepared
     """
     selected, ds = _select(obj, where, variable, band_dim, time_dim, chunks)
+    selected = apply_masks(selected, where, masks)
     da = _lazy(_standard_dims(selected, where, band_dim, time_dim), chunks, where)
     check_dtype(where, np.dtype(da.dtype))
     _check_sizes(da, where)

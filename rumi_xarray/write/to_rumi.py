@@ -269,8 +269,8 @@ def to_rumi(obj: xr.DataArray | xr.Dataset, path: str | os.PathLike[str], *,
             tile_size: int = 512, codec: str = DEFAULT_CODEC, frame: str = "plane",
             error: Any = None, band_dim: str = "band", time_dim: str = "time",
             variable: Hashable | None = None, time: Any = None, crs: Any = None,
-            progress: bool | None = None, encode_cf: bool = True, dtype: Any = None
-            ) -> bytes:
+            progress: bool | None = None, encode_cf: bool = True, dtype: Any = None,
+            masks: str = "nodata") -> bytes:
     """Write an xarray object as a Rumi file.
 
     What is written, and where it comes from:
@@ -373,6 +373,14 @@ def to_rumi(obj: xr.DataArray | xr.Dataset, path: str | os.PathLike[str], *,
         decoded values are cast to (``"float32"`` halves float64 data); with
         packing, the packed type (as ``to_netcdf``'s encoding ``dtype``).
         Values that do not fit raise ``ValueError``.
+    masks : {"nodata", "band", "ignore"}, default "nodata"
+        A GDAL alpha band or per-dataset (internal) mask of the GeoTIFF the
+        data were opened from (``rioxarray.open_rasterio``): ``"nodata"``
+        writes masked samples as a value no unmasked sample holds and records
+        it as nodata, so ``mask_and_scale=True`` masks what rioxarray masks
+        (refused, naming this option, when no value is free); ``"band"``
+        adds the mask as a band ``mask`` (0 masked, 255 valid); ``"ignore"``
+        drops it. Never dropped without being asked.
 
     Returns
     -------
@@ -406,7 +414,7 @@ def to_rumi(obj: xr.DataArray | xr.Dataset, path: str | os.PathLike[str], *,
         prepared = prepare(obj, target, band_dim=band_dim, time_dim=time_dim,
                            variable=variable, time=time, crs=crs,
                            chunks=frame_chunks(pattern, tile_size), encode_cf=encode_cf,
-                           dtype=dtype)
+                           dtype=dtype, masks=masks)
     data = prepared.data.data
     facts = prepared.facts
     return write_array(target, data, bands=prepared.bands, time=prepared.time,

@@ -133,7 +133,7 @@ class AffineTransform(CoordinateTransform):
         """
         col = np.asarray(dim_positions["x"], dtype=np.float64)
         row = np.asarray(dim_positions["y"], dtype=np.float64)
-        x, y = centre_affine(self.affine) * (col, row)
+        x, y = centre_affine(self.affine) @ (col, row)
         return {"xc": x, "yc": y}
 
     def reverse(self, coord_labels: dict[Hashable, Any]) -> dict[str, Any]:
@@ -252,7 +252,7 @@ def centre_affine(corner: Sequence[float]) -> Any:
     """Return the ``affine.Affine`` mapping integer pixel positions to pixel centres."""
     from affine import Affine
 
-    return Affine(*(float(v) for v in corner[:6])) * Affine.translation(0.5, 0.5)
+    return Affine(*(float(v) for v in corner[:6])) @ Affine.translation(0.5, 0.5)
 
 
 def pixel_centres(corner: Sequence[float], height: int, width: int
@@ -260,7 +260,7 @@ def pixel_centres(corner: Sequence[float], height: int, width: int
     """Return 1-D pixel-centre ``x`` and ``y`` of an axis-aligned corner transform.
 
     Computed exactly as rioxarray (and xarray's former rasterio backend) do,
-    ``(transform * translation(0.5, 0.5)) * (i, 0)`` with the ``affine``
+    ``(transform @ translation(0.5, 0.5)) @ (i, 0)`` with the ``affine``
     package, so a Rumi copy of a GeoTIFF aligns with
     ``rioxarray.open_rasterio`` of it under ``join="exact"``: computing
     ``c + a * (i + 0.5)`` instead differs in the last bits whenever the pixel
@@ -278,8 +278,8 @@ def pixel_centres(corner: Sequence[float], height: int, width: int
         float64.
     """
     centre = centre_affine(corner)
-    x, _ = centre * (np.arange(width, dtype=np.float64), np.zeros(width))
-    _, y = centre * (np.zeros(height), np.arange(height, dtype=np.float64))
+    x, _ = centre @ (np.arange(width, dtype=np.float64), np.zeros(width))
+    _, y = centre @ (np.zeros(height), np.arange(height, dtype=np.float64))
     return np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
 
 
@@ -535,8 +535,8 @@ def _window_of(geo: tuple[float, ...], xs: np.ndarray, ys: np.ndarray
         return geo
     from affine import Affine
 
-    moved = (Affine(*geo) * Affine.translation(start_x, start_y)
-             * Affine.scale(step_x, step_y))
+    moved = (Affine(*geo) @ Affine.translation(start_x, start_y)
+             @ Affine.scale(step_x, step_y))
     return tuple(float(v) for v in tuple(moved)[:6])
 
 

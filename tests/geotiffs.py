@@ -65,15 +65,14 @@ def _write(path: Path, data: np.ndarray, **profile: Any) -> Path:
     offsets = profile.pop("offsets", None)
     mask = profile.pop("mask", None)
     meta.update(profile)
-    with rasterio.Env(GDAL_TIFF_INTERNAL_MASK=True):
-        with rasterio.open(path, "w", **meta) as dst:
-            dst.write(data)
-            if scales is not None:
-                dst.scales = scales
-            if offsets is not None:
-                dst.offsets = offsets
-            if mask is not None:
-                dst.write_mask(mask)
+    with rasterio.Env(GDAL_TIFF_INTERNAL_MASK=True), rasterio.open(path, "w", **meta) as dst:
+        dst.write(data)
+        if scales is not None:
+            dst.scales = scales
+        if offsets is not None:
+            dst.offsets = offsets
+        if mask is not None:
+            dst.write_mask(mask)
     return path
 
 

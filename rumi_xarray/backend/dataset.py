@@ -236,7 +236,7 @@ def _as_rioxarray_masks(ds: xr.Dataset, names: list[Hashable]) -> xr.Dataset:
     try:
         from xarray.coding.common import lazy_elemwise_func
     except ImportError:  # xarray before 2024.11 kept it in coding.variables
-        from xarray.coding.variables import lazy_elemwise_func  # type: ignore[no-redef,attr-defined]
+        from xarray.coding.variables import lazy_elemwise_func
 
     changed: dict[Hashable, xr.Variable] = {}
     for name in names:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import math
 import warnings
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 

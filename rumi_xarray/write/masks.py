@@ -43,8 +43,8 @@ def gdal_source(da: xr.DataArray) -> str | None:
 def _masked_bands(source: str) -> list[int]:
     """Return the 1-based bands whose GDAL mask is a per-dataset mask or an alpha band."""
     try:
-        import rasterio
-        from rasterio.enums import MaskFlags
+        import rasterio  # type: ignore[import-untyped]
+        from rasterio.enums import MaskFlags  # type: ignore[import-untyped]
     except ImportError:
         return []
     with rasterio.open(source) as src:
@@ -92,7 +92,10 @@ def _mask(da: xr.DataArray, source: str, masked: list[int]) -> xr.DataArray:
     import rioxarray
 
     chunks = {d: c[0] for d, c in zip(da.dims, da.chunks or (), strict=False)} or None
-    mask = rioxarray.open_rasterio(source, masked=True, chunks=chunks).isnull()
+    opened = rioxarray.open_rasterio(source, masked=True, chunks=chunks)
+    if not isinstance(opened, xr.DataArray):  # subdatasets have no one mask
+        return xr.zeros_like(da, dtype=bool)
+    mask = opened.isnull()
     # The alpha band itself is never masked by GDAL (nor anything rioxarray reads
     # without a per-dataset mask).
     mask = mask & mask.band.isin(masked)

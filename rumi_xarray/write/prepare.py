@@ -21,8 +21,8 @@ from rumi_xarray.conventions import bands as band_conv
 from rumi_xarray.conventions import cf, georef
 from rumi_xarray.conventions import time as time_conv
 from rumi_xarray.errors import RumiWriteTypeError, input_error
-from rumi_xarray.write.masks import apply_masks
 from rumi_xarray.native.frames import check_dtype
+from rumi_xarray.write.masks import apply_masks
 
 _Y_NAMES = ("y", "lat", "latitude")
 _X_NAMES = ("x", "lon", "longitude")

@@ -47,9 +47,16 @@ def _masked_bands(source: str) -> list[int]:
         from rasterio.enums import MaskFlags  # type: ignore[import-untyped]
     except ImportError:
         return []
-    with rasterio.open(source) as src:
-        return [i + 1 for i, flags in enumerate(src.mask_flag_enums)
-                if MaskFlags.per_dataset in flags]
+    from rasterio.errors import RasterioError  # type: ignore[import-untyped]
+
+    if source.lower().endswith(".rumi"):
+        return []
+    try:
+        with rasterio.open(source) as src:
+            return [i + 1 for i, flags in enumerate(src.mask_flag_enums)
+                    if MaskFlags.per_dataset in flags]
+    except RasterioError:  # not a GDAL raster (a netCDF through another engine...)
+        return []
 
 
 def apply_masks(da: xr.DataArray, where: str, masks: str = "nodata") -> xr.DataArray:

@@ -100,9 +100,10 @@ def test_every_supported_dtype_round_trips_bit_for_bit(tmp_path: Path, dtype: st
     assert same_bits(got, data)
     opened = rx.open_dataset(path, mask_and_scale=False)["band_data"].values
     assert same_bits(opened, data)
-    # Masked and scaled (the default), integers come back as rioxarray gives them:
+    assert same_bits(rx.open_dataset(path)["band_data"].values, data)  # xarray's default
+    # mask_and_scale=True asked for: integers come back as rioxarray gives them,
     # float32 up to 16 bits, float64 above, the same numbers.
-    decoded = rx.open_dataset(path)["band_data"].values
+    decoded = rx.open_dataset(path, mask_and_scale=True)["band_data"].values
     kind = np.dtype(dtype).kind
     if kind in "iu":
         assert decoded.dtype == (np.float32 if np.dtype(dtype).itemsize <= 2 else np.float64)

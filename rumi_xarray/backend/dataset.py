@@ -162,7 +162,8 @@ def preferred_chunks(cube: Cube, dims: tuple[str, ...]) -> dict[str, int]:
 
 def build(cube: Cube, labels: Labels, *, band_as_variable: bool = False,
           drop_variables: str | Iterable[str] | None = None,
-          decoders: Mapping[str, Any] | None = None) -> xr.Dataset:
+          decoders: Mapping[str, Any] | None = None,
+          promote_integers: bool = False) -> xr.Dataset:
     """Return the Dataset view of ``cube``.
 
     Parameters
@@ -176,6 +177,11 @@ def build(cube: Cube, labels: Labels, *, band_as_variable: bool = False,
     decoders : mapping, optional
         Keyword arguments of :func:`xarray.decode_cf` (``mask_and_scale``,
         ``decode_times``, ``use_cftime``, ``decode_coords``...).
+    promote_integers : bool, default False
+        Integer samples xarray's decoder leaves as they are (no nodata, no
+        scale) become the floats ``rioxarray.open_rasterio(...,
+        mask_and_scale=True)`` gives: what an explicit ``mask_and_scale=True``
+        asks for.
 
     Returns
     -------
@@ -216,7 +222,7 @@ def build(cube: Cube, labels: Labels, *, band_as_variable: bool = False,
     if indexed is not None:
         ds = ds.assign_coords(indexed)
     ds = xr.decode_cf(ds, drop_variables=_names(drop_variables), **dict(decoders or {}))
-    if dict(decoders or {}).get("mask_and_scale", True):
+    if promote_integers:
         ds = _as_rioxarray_masks(ds, [n for n in variables if n in ds.variables])
     return _forget_dropped_grid_mapping(ds)
 

@@ -80,8 +80,12 @@ def open_rumi(filename_or_obj: Any, *, drop_variables: str | Iterable[str] | Non
                         ("decode_coords", decode_coords)):
         if value is not None:
             decoders[name] = value
+    # An explicit mask_and_scale=True asks for rioxarray's masked reading (floats even
+    # without nodata); xarray's default decoding keeps integers that have nothing to mask,
+    # as for its netCDF and Zarr engines, so a default load costs what rumi.read costs.
     return dataset.build(cube, labels, band_as_variable=band_as_variable,
-                         drop_variables=drop_variables, decoders=decoders)
+                         drop_variables=drop_variables, decoders=decoders,
+                         promote_integers=mask_and_scale is True)
 
 
 def open_dataset(filename_or_obj: Any, *, chunks: Any = None, **kwargs: Any) -> xr.Dataset:

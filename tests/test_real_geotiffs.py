@@ -146,7 +146,8 @@ def test_dask_pad_box_and_reproject_fill_nan_as_rioxarray(files: dict[str, Sampl
                                                          written: dict[tuple[str, str], Path]
                                                          ) -> None:
     path = written["uint16_no_nodata", "to_rumi"]
-    ours = xr.open_dataset(path, engine="rumi", chunks={}, mask_and_scale=True).band_data.isel(time=0)
+    ours = xr.open_dataset(path, engine="rumi", chunks={},
+                           mask_and_scale=True).band_data.isel(time=0)
     theirs = rioxarray.open_rasterio(files["uint16_no_nodata"].path, mask_and_scale=True,
                                      chunks=True)
     left, bottom, right, top = theirs.rio.bounds()

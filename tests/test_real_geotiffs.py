@@ -221,3 +221,47 @@ def test_mask_as_a_band_and_refusal(files: dict[str, Sample], tmp_path: Path) ->
     with pytest.raises(rx.RumiError, match="masks='band'"):
         rx.to_rumi(full, tmp_path / "refused.rumi")
     assert not (tmp_path / "refused.rumi").exists()
+
+
+@pytest.mark.parametrize("name", ["goes16_geos_float32", "esri_102039_uint16", "ignf_laea_byte"])
+def test_stac_items_carry_the_full_crs(files: dict[str, Sample], tmp_path: Path,
+                                       name: str) -> None:
+    source = rioxarray.open_rasterio(files[name].path)
+    paths = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for day in ("2024-05-01", "2024-05-02"):
+            path = tmp_path / f"{day}.rumi"
+            rx.to_rumi(source.assign_coords(time=np.datetime64(day)), path)
+            paths.append(str(path))
+    items = rx.to_stac(paths)
+    fields = items[0].assets["data"].extra_fields
+    assert fields["proj:wkt2"].startswith("PROJCRS")
+    assert fields["proj:projjson"]["type"] == "ProjectedCRS"
+    assert fields["proj:code"] == {"esri_102039_uint16": "ESRI:102039",
+                                   "ignf_laea_byte": "IGNF:ETRS89LAEA"}.get(name)
+    assert fields["proj:transform"] == list(tuple(source.rio.transform())[:6])
+    loaded = rx.open_stac(items, band_as_variable=False)
+    assert loaded.rio.crs == source.rio.crs
+    first = loaded.band_data.isel(time=0).drop_vars("time")
+    xr.align(first, source.drop_vars("band"), join="exact")
+    np.testing.assert_array_equal(first.values, source.values)
+
+
+def test_a_slice_moves_the_transform_by_whole_pixels(files: dict[str, Sample], tmp_path: Path) -> None:
+    source = rioxarray.open_rasterio(files["utm_300m_rgb_byte"].path)
+    window = source.isel(x=slice(101, 400, 3), y=slice(7, 300))
+    rx.to_rumi(window.assign_coords(time=WHEN), tmp_path / "w.rumi")
+    ours = xr.open_dataset(tmp_path / "w.rumi", engine="rumi").band_data.isel(time=0)
+    a, b, c, d, e, f = tuple(source.rio.transform())[:6]
+    # The origin moves by whole pixels of the GeoTIFF's own transform (one rounding each),
+    # the pixel size is the stride times the original: never refitted to coordinates.
+    # (The centres of a window are not exactly representable as i * A + C of any
+    # transform, so they agree to far below a millionth of a pixel, not bit for bit.)
+    np.testing.assert_allclose(ours.x.values, window.x.values, rtol=0, atol=1e-6 * a)
+    np.testing.assert_allclose(ours.y.values, window.y.values, rtol=0, atol=1e-6 * -e)
+    np.testing.assert_array_equal(ours.values, window.values)
+    import rumi
+
+    assert tuple(rumi.info(source=str(tmp_path / "w.rumi")).transform) == (
+        3 * a, 0.0, c + 101 * a, 0.0, e, f + 7 * e)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import math
 import warnings
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -429,6 +429,58 @@ def file_crs(parsed: Any, where: str) -> tuple[int | None, str | None]:
         f"sidecar ({where}.aux.json) and the file itself stores no georeferencing",
         UserWarning, stacklevel=_caller_level())
     return None, wkt
+
+
+def crs_fields(crs_wkt: str) -> dict[str, Any]:
+    """Return STAC projection fields of a CRS that is not exactly an EPSG one.
+
+    Parameters
+    ----------
+    crs_wkt : str
+
+    Returns
+    -------
+    dict
+        ``proj:code`` (the CRS's own ``AUTHORITY:CODE`` such as
+        ``"ESRI:102039"``, None without one), ``proj:wkt2`` and
+        ``proj:projjson``, as the projection extension defines them.
+    """
+    import json
+
+    parsed = parse_crs(crs_wkt, "")
+    authority = parsed.to_authority(min_confidence=100)
+    return {"proj:code": ":".join(authority) if authority else None,
+            "proj:wkt2": parsed.to_wkt("WKT2_2019"),
+            "proj:projjson": json.loads(parsed.to_json())}
+
+
+def item_crs(crs: Any, where: str) -> tuple[int | None, str | None]:
+    """Return the EPSG code and (when not exactly EPSG) the WKT2 of a CRS read from STAC.
+
+    Parameters
+    ----------
+    crs : str, int or mapping
+        ``proj:code``, ``proj:epsg``, ``proj:wkt2`` or ``proj:projjson``.
+    where : str
+
+    Returns
+    -------
+    epsg : int or None
+        The CRS's EPSG code, or the equivalent pyproj finds at its default
+        confidence (what :func:`file_crs` stores in a file), or None.
+    wkt : str or None
+        WKT2 of a CRS that is not exactly an EPSG one.
+    """
+    import json
+
+    if isinstance(crs, (int, np.integer)):
+        return int(crs), None
+    parsed = parse_crs(json.dumps(crs) if isinstance(crs, Mapping) else crs, where)
+    authority = parsed.to_authority(min_confidence=100)
+    if authority is not None and authority[0] == "EPSG":
+        return int(authority[1]), None
+    code = parsed.to_epsg()
+    return (None if code is None else int(code)), parsed.to_wkt("WKT2_2019")
 
 
 def _caller_level() -> int:

@@ -587,7 +587,10 @@ def _window_of(geo: tuple[float, ...], xs: np.ndarray, ys: np.ndarray
         return geo
     from affine import Affine
 
-    moved = (Affine(*geo) @ Affine.translation(start_x, start_y)
+    # A stride of n makes pixels n times as large, centred on the selected ones: the
+    # corner is half a new pixel before the first selected centre.
+    moved = (Affine(*geo) @ Affine.translation(start_x + 0.5 - step_x / 2,
+                                               start_y + 0.5 - step_y / 2)
              @ Affine.scale(step_x, step_y))
     return tuple(float(v) for v in tuple(moved)[:6])
 

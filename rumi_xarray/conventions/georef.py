@@ -686,7 +686,14 @@ def _data_crs(da: xr.DataArray, attrs: dict[Hashable, Any], where: str) -> Any:
     for key in ("crs_wkt", "spatial_ref"):
         text = attrs.get(key)
         if isinstance(text, str) and text.strip():
-            return parse_crs(text, where)
+            parsed = parse_crs(text, where)
+            code = attrs.get("epsg")
+            # WKT written without its identifier, beside the code it was made from.
+            if code is not None and parsed.to_authority(min_confidence=100) is None:
+                by_code = parse_crs(code, where)
+                if by_code.equals(parsed):
+                    return by_code
+            return parsed
     code = attrs.get("epsg")
     if code is not None:
         return parse_crs(code, where)
@@ -709,37 +716,6 @@ def parse_crs(crs: Any, where: str) -> Any:
         return CRS.from_user_input(int(crs) if isinstance(crs, np.integer) else crs)
     except CRSError as exc:
         raise ValueError(f"{where}: cannot parse the CRS: {exc}") from exc
-
-
-def epsg_of(crs: Any, where: str, fallback: Any = None) -> int:
-    """Return the EPSG code of a CRS given in any form pyproj reads.
-
-    Parameters
-    ----------
-    crs : int, str, pyproj.CRS or object with ``to_epsg()``
-    where : str
-        Named in errors.
-    fallback : int, optional
-        Code to use when pyproj finds none (an ``epsg`` attribute).
-
-    Returns
-    -------
-    int
-
-    Raises
-    ------
-    ValueError
-        The CRS cannot be parsed or has no EPSG code.
-    """
-    parsed = parse_crs(crs, where)
-    code = parsed.to_epsg()
-    if code is None and fallback is not None:
-        code = int(fallback)
-    if code is None:
-        raise ValueError(
-            f"{where}: the CRS {parsed.name!r} has no EPSG code; reproject first "
-            f"(e.g. .rio.reproject('EPSG:4326'))")
-    return int(code)
 
 
 def _rio_crs(da: xr.DataArray) -> Any:

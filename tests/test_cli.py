@@ -150,7 +150,7 @@ def test_convert_geotiff(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> 
     assert stdout.startswith(f"{out}: 3 x 70 x 90 uint16")
     np.testing.assert_array_equal(read(out)[0], data)
     meta = rumi.info(source=os.fspath(out))
-    assert meta.bands == ["B04 red", "B08 nir", "band_3"]
+    assert meta.bands == ["B04 red", "B08 nir", "3"]
     assert meta.crs == EPSG and meta.transform == (RES, 0.0, X0, 0.0, -RES, Y0)
     assert meta.time[0].isoformat() == "2024-05-01T10:20:30+00:00"
     assert meta.pixel_is_point is False
@@ -169,7 +169,8 @@ def test_convert_geotiff_without_time(capsys: pytest.CaptureFixture[str], tmp_pa
     assert code == 0, err
     meta = rumi.info(source=os.fspath(out))
     assert meta.time_kind == "interval" and meta.frame_layout == "b h w"
-    assert meta.bands == ["band_1", "band_2"]
+    assert meta.bands == ["1", "2"]  # rioxarray's band numbers, read back as integers
+    assert xr.open_dataset(out, engine="rumi").band.values.tolist() == [1, 2]
     np.testing.assert_array_equal(read(out)[0], data)
 
 

@@ -411,7 +411,11 @@ def test_open_keywords_for_files_written_elsewhere(tmp_path: Path) -> None:
     # Keywords win over a sidecar; sidecar=False ignores it, a path reads another one.
     write_array(path, data, bands=["a", "b"], time=["2024-01-01"], tile_size=8, nodata=1)
     assert xr.open_dataset(path, engine="rumi", nodata=0).band_data.encoding["_FillValue"] == 0
-    assert xr.open_dataset(path, engine="rumi", sidecar=False).band_data.dtype == np.uint16
+    unmasked = xr.open_dataset(path, engine="rumi", sidecar=False, mask_and_scale=False)
+    assert unmasked.band_data.dtype == np.uint16 and "_FillValue" not in unmasked.band_data.attrs
+    # Without nodata, mask_and_scale=True still gives rioxarray's float32 (nothing masked).
+    masked = xr.open_dataset(path, engine="rumi", sidecar=False, mask_and_scale=True).band_data
+    assert masked.dtype == np.float32 and not masked.isnull().any()
     other = tmp_path / "other.json"
     other.write_text(json.dumps({"format": "rumi-xarray-sidecar", "version": 1,
                                  "nodata": 5}))

@@ -297,7 +297,7 @@ def _uniform_check(stats: dict[str, tuple[Any, Any]], ref: dict[str, Any], where
 
 def _list_values(column: Any) -> tuple[np.ndarray, np.ndarray]:
     """Return the flat int64 values and offsets of a list<int> Arrow column."""
-    import pyarrow as pa  # type: ignore[import-untyped]
+    import pyarrow as pa
 
     array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
     offsets = np.asarray(array.offsets, dtype=np.int64)
@@ -336,11 +336,7 @@ def open_index(url: str, *, storage_options: Mapping[str, Any] | None, time: Any
     cost = OpenCost(files=len(files))
     metas = []
     for path in files:
-        if local:
-            pf = pq.ParquetFile(path)
-        else:
-            pf = pq.ParquetFile(fs.open(path, "rb"))
-        metas.append(pf)
+        metas.append(pq.ParquetFile(path) if local else pq.ParquetFile(fs.open(path, "rb")))
     schema = metas[0].schema_arrow
     missing = [c for c in ("path", "header", "time_seconds", "bands") if c not in schema.names]
     if missing:
@@ -630,20 +626,20 @@ class TableScenes(Sequence[Scene]):
 
     Parameters
     ----------
-    index : TableIndex
+    table : TableIndex
     first : Scene
         Scene 0 (the reference row), known at open.
     cost : str
         What the open read from the table, said by ``explain()``.
     """
 
-    def __init__(self, index: TableIndex, first: Scene, cost: str = "") -> None:
-        self.index = index
+    def __init__(self, table: TableIndex, first: Scene, cost: str = "") -> None:
+        self.table = table
         self.first = first
         self.cost = cost
 
     def __len__(self) -> int:
-        return self.index.scenes
+        return self.table.scenes
 
     @overload
     def __getitem__(self, i: int) -> Scene: ...
@@ -671,35 +667,35 @@ class TableScenes(Sequence[Scene]):
         """Return scene ``i``, reading (or reusing) the row group that holds it."""
         from rumi_xarray.sources import resolve
 
-        group, row = self.index.locate(i)
-        rows = _rows(self.index, group)
+        group, row = self.table.locate(i)
+        rows = _rows(self.table, group)
         scene = rows.scenes.get(row)
         if scene is not None:
             return scene
         cols = rows.columns
-        grp = self.index.groups[group]
-        label = f"{grp.start + row} of {self.index.file_name(grp.file)}"
+        grp = self.table.groups[group]
+        label = f"{grp.start + row} of {self.table.file_name(grp.file)}"
         path, header = cols["path"][row], bytes(cols["header"][row])
-        _check_row(self.index, cols, row, label, path, header)
-        scene = Scene(resolve.resolve(path, storage_options=self.index.storage_options or None),
+        _check_row(self.table, cols, row, label, path, header)
+        scene = Scene(resolve.resolve(path, storage_options=self.table.storage_options or None),
                       header, label)
         rows.scenes[row] = scene
         return scene
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, TableScenes) and other.index.token == self.index.token
+        return isinstance(other, TableScenes) and other.table.token == self.table.token
 
     def __hash__(self) -> int:
-        return hash(self.index.token)
+        return hash(self.table.token)
 
     def __dask_tokenize__(self) -> Any:
-        return ("rumi-table-scenes", self.index.token)
+        return ("rumi-table-scenes", self.table.token)
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (TableScenes, (self.index, self.first, self.cost))
+        return (TableScenes, (self.table, self.first, self.cost))
 
     def __repr__(self) -> str:
-        return f"TableScenes({self.index.name()}, {len(self)} scenes)"
+        return f"TableScenes({self.table.name()}, {len(self)} scenes)"
 
 
 def is_table_path(table: Any) -> bool:

@@ -1,0 +1,263 @@
+"""Archive-scale catalogs: Parquet tables on disk opened as indexes (issue 23).
+
+Tables of 10^5 rows are built here from four real files written from numpy
+arrays, replicated with shifted times (scene ``i`` is file ``i % 4`` at hour
+``7 i``), so ``rumi.read`` of the file is the ground truth of every scene.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import pickle
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import rumi
+
+import rumi_xarray as rx
+from rumi_xarray.catalogs import index as tables
+from rumi_xarray.write.to_rumi import write_array
+from tests import fsspy
+
+BANDS = ["B02, Blue", "B03, Green", "B04, Red"]
+TRANSFORM = (10.0, 0.0, 600000.0, 0.0, -10.0, 5000000.0)
+FILES = 4
+STEP = 7 * 3600
+GROUP = 5000  # rows per Parquet row group
+BIG = 100_000
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("archive")
+    rng = np.random.default_rng(23)
+    data = rng.integers(0, 10000, (FILES, 1, 3, 100, 90)).astype(np.uint16)
+    paths = []
+    for i in range(FILES):
+        path = folder / f"S2_{i}.rumi"
+        write_array(path, data[i], bands=BANDS, time=[dt.date(2020, 1, 1)],
+                    transform=TRANSFORM, crs=32633, tile_size=32)
+        paths.append(path)
+    base = rx.catalog(paths)
+    return folder, paths, data, base
+
+
+def rows(base: pd.DataFrame, n: int, start: int = 0) -> pd.DataFrame:
+    """Scene i = file i % 4 at hour 7 i (rows in time order)."""
+    i = np.arange(start, start + n)
+    table = base.iloc[i % FILES].reset_index(drop=True)
+    t0 = int(base["time_seconds"][0][0])
+    table["time_seconds"] = [[t0 + STEP * int(k)] for k in i]
+    table["time"] = pd.to_datetime(t0 + STEP * i, unit="s")
+    table["cloud_cover"] = (i % 100) / 100.0
+    return table
+
+
+def write(table: pd.DataFrame, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    table.to_parquet(path, row_group_size=GROUP, index=False)
+    return path
+
+
+@pytest.fixture(scope="module")
+def big(files, tmp_path_factory):
+    _, _, _, base = files
+    table = rows(base, BIG)
+    return write(table, tmp_path_factory.mktemp("big") / "catalog.parquet"), table
+
+
+def truth(files, scene: int, window: tuple[int, int, int, int]) -> np.ndarray:
+    _, paths, _, base = files
+    path = paths[scene % FILES]
+    return rumi.read(str(path), base["header"][scene % FILES], window=window,
+                     pattern="t b y x")[0]
+
+
+def test_table_of_1e5_rows_reads_what_rumi_reads(files, big):
+    path, _ = big
+    cube = rx.open_catalog(path, chunks={})
+    assert cube.band_data.shape == (BIG, 3, 100, 90)
+    t0 = np.datetime64("2020-01-01", "ns")
+    assert cube.time.values[0] == t0
+    np.testing.assert_array_equal(np.diff(cube.time.values).astype("timedelta64[s]"),
+                                  np.timedelta64(STEP, "s"))
+    np.testing.assert_allclose(cube.cloud_cover.values[:200], (np.arange(200) % 100) / 100)
+    rng = np.random.default_rng(5)
+    for _ in range(6):
+        scene = int(rng.integers(0, BIG))
+        r, c = int(rng.integers(0, 90)), int(rng.integers(0, 80))
+        h, w = int(rng.integers(1, 100 - r + 1)), int(rng.integers(1, 90 - c + 1))
+        got = cube.band_data.isel(time=scene, y=slice(r, r + h), x=slice(c, c + w)).values
+        np.testing.assert_array_equal(got, truth(files, scene, (r, c, h, w)))
+    # a block of consecutive dates, across a row-group boundary, through dask
+    got = cube.band_data.isel(time=slice(GROUP - 3, GROUP + 5), x=slice(10, 50)).values
+    for k, scene in enumerate(range(GROUP - 3, GROUP + 5)):
+        np.testing.assert_array_equal(got[k], truth(files, scene, (0, 10, 100, 40)))
+
+
+def test_table_on_disk_equals_the_same_rows_in_memory(files, big):
+    path, table = big
+    when = slice("2021-03-01", "2021-06-30")
+    disk = rx.open_catalog(path, chunks={}, time=when)
+    memory = rx.open_catalog(table, chunks={}, time=when)
+    assert disk.sizes == memory.sizes and disk.sizes["time"] > 400
+    np.testing.assert_array_equal(disk.time.values, memory.time.values)
+    np.testing.assert_array_equal(disk.cloud_cover.values, memory.cloud_cover.values)
+    assert list(disk.band.values) == list(memory.band.values)
+    assert disk.spatial_ref.attrs == memory.spatial_ref.attrs
+    window = {"y": slice(20, 84), "x": slice(10, 74)}
+    a = disk.band_data.isel(window).mean("time").compute()
+    b = memory.band_data.isel(window).mean("time").compute()
+    np.testing.assert_array_equal(a.values, b.values)
+    # the same selection made after opening the whole table
+    whole = rx.open_catalog(path, chunks={}).sel(time=when)
+    np.testing.assert_array_equal(whole.time.values, disk.time.values)
+
+
+@pytest.mark.slow
+def test_whole_1e5_table_equals_its_rows_in_memory(files, big):
+    path, table = big
+    disk = rx.open_catalog(path, chunks={})
+    memory = rx.open_catalog(table, chunks={})
+    np.testing.assert_array_equal(disk.time.values, memory.time.values)
+    assert disk.band_data.chunks == memory.band_data.chunks
+    pick = np.random.default_rng(1).integers(0, BIG, 40)
+    np.testing.assert_array_equal(disk.band_data.isel(time=pick, x=slice(0, 32)).values,
+                                  memory.band_data.isel(time=pick, x=slice(0, 32)).values)
+
+
+def _graph_bytes(array) -> tuple[int, int, int]:
+    graph = dict(array.__dask_graph__())
+    sizes = [len(pickle.dumps(v, protocol=5)) for v in graph.values()]
+    return len(graph), sum(sizes), max(sizes)
+
+
+def test_graph_is_the_same_size_for_1e3_and_1e5_rows(files, big, tmp_path):
+    _, _, _, base = files
+    small = write(rows(base, 1000), tmp_path / "small.parquet")
+    year = slice("2020-01-01", "2020-07-31")  # inside both tables (1,000 rows = 291 days)
+    out = {}
+    for name, path in (("small", small), ("big", big[0])):
+        cube = rx.open_catalog(path, chunks={}, time=year)
+        mean = cube.band_data.isel(y=slice(0, 64), x=slice(0, 64)).mean("time")
+        out[name] = _graph_bytes(mean.data)
+        node = max(len(pickle.dumps(v, protocol=5))
+                   for v in dict(cube.band_data.data.__dask_graph__()).values())
+        out[name + "_node"] = node
+    assert out["small"][0] == out["big"][0]  # the same tasks
+    # bytes equal but for the few numbers per row group the reference holds
+    assert abs(out["small"][1] - out["big"][1]) < 2048, out
+    assert out["big_node"] < 16 * 2**10, out
+    # and the whole cube of 10^5 scenes is one small node, not 70 bytes a scene
+    whole = rx.open_catalog(big[0], chunks={})
+    nodes = dict(whole.band_data.data.__dask_graph__())
+    assert max(len(pickle.dumps(v, protocol=5)) for v in nodes.values()) < 16 * 2**10
+
+
+@pytest.fixture
+def counted():
+    fsspy.register()
+    fsspy.reset()
+    tables.clear_row_cache()
+    yield fsspy
+    fsspy.reset()
+
+
+def test_a_time_selection_reads_only_the_matching_row_groups(big, counted):
+    path, _ = big
+    when = slice("2021-01-01", "2021-02-28")
+    seconds = [int(pd.Timestamp(v).value // 10**9) for v in ("2021-01-01", "2021-03-01")]
+    t0 = int(pd.Timestamp("2020-01-01").value // 10**9)
+    first, last = ((s - t0) // STEP for s in seconds)
+    wanted = set(range(first // GROUP, (last - 1) // GROUP + 1))
+    cube = rx.open_catalog(f"counted://{path}", chunks={}, time=when)
+    opened = counted.reset()
+    touched = counted.row_groups_read(str(path), opened)
+    assert touched == wanted, (touched, wanted)
+    # headers and paths: one row group (the reference row's), nothing else
+    assert counted.column_groups_read(str(path), "header", opened) <= wanted
+    assert len(counted.column_groups_read(str(path), "header", opened)) == 1
+    assert cube.sizes["time"] == last - first
+    # a chunk reads only the row groups of its own scenes, when it runs
+    cube.band_data.isel(time=slice(0, 10), y=0, x=0).compute()
+    ran = counted.row_groups_read(str(path), counted.reset())
+    assert ran == {first // GROUP}
+
+
+def test_explain_says_what_the_open_read_and_left(big):
+    path, _ = big
+    cube = rx.open_catalog(path, chunks={}, time=slice("2020-03", "2020-04"))
+    rx.clear_cache()
+    text = str(cube.band_data.isel(x=slice(0, 32)).mean("time").rumi.explain())
+    assert "native read call" in text
+    assert re.search(r"catalog table: 1 file\(s\); 1 of 20 row group\(s\)", text), text
+    assert "coordinate column(s) cloud_cover" in text
+
+
+def test_partitioned_table_append_is_visible_at_next_open(files, tmp_path):
+    _, _, _, base = files
+    folder = tmp_path / "catalog"
+    write(rows(base, 3000), folder / "year=2020" / "part-0.parquet")
+    write(rows(base, 2000, start=3000), folder / "year=2021" / "part-0.parquet")
+    (folder / "_SUCCESS").write_text("")
+    before = {p: p.stat().st_mtime_ns for p in folder.rglob("*.parquet")}
+    cube = rx.open_catalog(folder, chunks={})
+    assert cube.sizes["time"] == 5000
+    write(rows(base, 700, start=5000), folder / "year=2022" / "part-0.parquet")
+    assert {p: p.stat().st_mtime_ns for p in before} == before  # nothing rewritten
+    again = rx.open_catalog(folder, chunks={})
+    assert again.sizes["time"] == 5700
+    np.testing.assert_array_equal(again.time.values[:5000], cube.time.values)
+    np.testing.assert_array_equal(again.band_data.isel(time=5600, x=slice(0, 20)).values,
+                                  truth(files, 5600, (0, 0, 100, 20)))
+    # the cube opened before still reads what it described
+    np.testing.assert_array_equal(cube.band_data.isel(time=4999, y=slice(0, 8)).values,
+                                  truth(files, 4999, (0, 0, 8, 90)))
+    only = rx.open_catalog(folder, time=slice("2022-01-01", None))
+    assert only.sizes["time"] == int((again.time >= np.datetime64("2022-01-01")).sum())
+
+
+def test_a_row_whose_header_is_another_grids_raises_naming_it(files, tmp_path):
+    folder, paths, data, base = files
+    odd = tmp_path / "odd.rumi"
+    write_array(odd, data[0], bands=BANDS, time=[dt.date(2020, 1, 1)], transform=TRANSFORM,
+                crs=32633, tile_size=64)
+    table = rows(base, 12000)
+    table.loc[7321, "header"] = rx.catalog([odd])["header"][0]
+    path = write(table, tmp_path / "cat.parquet")
+    cube = rx.open_catalog(path, chunks={})  # the open reads one row: it cannot know
+    np.testing.assert_array_equal(cube.band_data.isel(time=5, y=0).values,
+                                  truth(files, 5, (0, 0, 1, 90))[:, 0])
+    with pytest.raises(rx.RumiCatalogError,
+                       match=r"catalog row 7321 of .*cat\.parquet \(.*S2_1\.rumi\) cannot be "
+                             r"stacked.*frame grid \(tile 64"):
+        cube.band_data.isel(time=slice(7300, 7330)).mean().compute()
+
+
+def test_a_row_whose_header_disagrees_with_its_file_raises_naming_it(files, tmp_path):
+    folder, paths, data, base = files
+    other = tmp_path / "other.rumi"
+    write_array(other, data[0][:, :, ::-1].copy(), bands=BANDS, time=[dt.date(2020, 1, 1)],
+                transform=TRANSFORM, crs=32633, tile_size=32, codec="planar>zigzag>zstd")
+    table = rows(base, 9000)
+    table["path"] = table["path"].astype(object)
+    table.loc[8123, "path"] = str(other)  # same grid, different bytes: header is S2_3's
+    path = write(table, tmp_path / "cat.parquet")
+    cube = rx.open_catalog(path, chunks={})
+    with pytest.raises(OSError, match=r"other\.rumi \(catalog row 8123 of .*cat\.parquet\)"):
+        cube.band_data.isel(time=slice(8100, 8130)).mean().compute()
+
+
+def test_an_on_disk_table_still_raises_the_typed_errors(tmp_path, files):
+    with pytest.raises(rx.RumiFileNotFoundError):
+        rx.open_catalog(tmp_path / "missing.parquet")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(rx.RumiCatalogError, match="holds no Parquet file"):
+        rx.open_catalog(empty)
+    path = write(rows(files[3], 50), tmp_path / "c.parquet")
+    with pytest.raises(rx.RumiCatalogError, match="no catalog row has a time"):
+        rx.open_catalog(path, time=slice("2030-01-01", "2030-02-01"))

@@ -261,3 +261,62 @@ def test_an_on_disk_table_still_raises_the_typed_errors(tmp_path, files):
     path = write(rows(files[3], 50), tmp_path / "c.parquet")
     with pytest.raises(rx.RumiCatalogError, match="no catalog row has a time"):
         rx.open_catalog(path, time=slice("2030-01-01", "2030-02-01"))
+
+
+def _worker_table_reads() -> dict:
+    from rumi_xarray.catalogs import index
+
+    return dict(index.GROUP_READS)
+
+
+def _worker_reset() -> None:
+    from rumi_xarray.catalogs import index
+
+    from tests import fsspy as spy
+
+    spy.register()
+    spy.reset()
+    index.clear_row_cache()
+    index.GROUP_READS.update(groups=0, rows=0)
+
+
+def _worker_spy() -> list:
+    from tests import fsspy as spy
+
+    return spy.reset()
+
+
+@pytest.mark.dask
+def test_on_a_separate_cluster_only_workers_read_the_table(files, big, tmp_path, counted):
+    distributed = pytest.importorskip("distributed")
+    from tests.test_distributed import SeparateCluster
+
+    path, _ = big
+    cluster = SeparateCluster(tmp_path).start()
+    try:
+        with distributed.Client(scheduler_file=str(cluster.scheduler_file), timeout=60) as c:
+            c.wait_for_workers(2, timeout=60)
+            c.run(_worker_reset)
+            tables.GROUP_READS.update(groups=0, rows=0)
+            year = slice("2040-01-01", "2040-12-31")
+            cube = rx.open_catalog(f"counted://{path}", chunks={}, time=year)
+            client_reads = counted.reset()
+            mean = cube.band_data.isel(y=slice(0, 64), x=slice(0, 64)).mean("time")
+            got = mean.compute().values
+            assert counted.reset() == []  # computing read nothing more here
+            assert tables.GROUP_READS == {"groups": 0, "rows": 0}
+            per_worker = c.run(_worker_table_reads)
+            assert sum(r["groups"] for r in per_worker.values()) >= 1
+            worker_reads = [r for reads in c.run(_worker_spy).values() for r in reads]
+    finally:
+        cluster.stop()
+    # the client read headers of one row group (the reference row's); the workers those
+    # of the year's row groups
+    assert len(counted.column_groups_read(str(path), "header", client_reads)) == 1
+    year_groups = counted.column_groups_read(str(path), "header", worker_reads)
+    assert 1 <= len(year_groups) <= 2
+    scenes = np.flatnonzero((cube.time.values >= np.datetime64("2040-01-01"))
+                            & (cube.time.values < np.datetime64("2041-01-01")))
+    t0 = int(np.searchsorted(big[1]["time"].values, cube.time.values[0]))
+    stack = np.stack([truth(files, t0 + k, (0, 0, 64, 64)) for k in range(len(scenes))])
+    np.testing.assert_allclose(got, stack.mean(axis=0))

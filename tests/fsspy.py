@@ -76,9 +76,9 @@ def row_groups_read(path: str, reads: list[tuple[str, int, int]]) -> set[int]:
 def column_groups_read(path: str, column: str | None, reads: list[tuple[str, int, int]]
                        ) -> set[int]:
     """Return the row groups whose chunk of ``column`` (None: any) a list of reads touched."""
-    import pyarrow.parquet as pq
-
     import os
+
+    import pyarrow.parquet as pq
 
     md = pq.ParquetFile(path).metadata
     size = os.path.getsize(path)

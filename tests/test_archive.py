@@ -271,7 +271,6 @@ def _worker_table_reads() -> dict:
 
 def _worker_reset() -> None:
     from rumi_xarray.catalogs import index
-
     from tests import fsspy as spy
 
     spy.register()
@@ -320,3 +319,56 @@ def test_on_a_separate_cluster_only_workers_read_the_table(files, big, tmp_path,
     t0 = int(np.searchsorted(big[1]["time"].values, cube.time.values[0]))
     stack = np.stack([truth(files, t0 + k, (0, 0, 64, 64)) for k in range(len(scenes))])
     np.testing.assert_allclose(got, stack.mean(axis=0))
+
+
+def _shifted(coords, dx):
+    if isinstance(coords[0], (int, float)):
+        return [coords[0] + dx, *coords[1:]]
+    return [_shifted(c, dx) for c in coords]
+
+
+def test_open_stac_of_a_geoparquet_table_reads_only_matching_row_groups(files, tmp_path,
+                                                                       counted):
+    """bbox=, datetime= and query= pushed to the Parquet reader: other row groups stay unread."""
+    import pyarrow.parquet as pq
+
+    from rumi_xarray.stac.geoparquet import to_table
+
+    _, paths, data, _ = files
+    item = rx.to_stac([paths[0]])[0].to_dict(transform_hrefs=False)
+    items = []
+    for region in range(4):  # four regions 10 degrees apart, 60 dates each
+        for k in range(60):
+            d = pickle.loads(pickle.dumps(item))
+            d["id"] = f"r{region}-{k:03d}"
+            when = pd.Timestamp("2020-01-01", tz="UTC") + pd.Timedelta(days=5 * k)
+            d["properties"]["datetime"] = when.strftime("%Y-%m-%dT%H:%M:%SZ")
+            d["properties"]["eo:cloud_cover"] = float(k % 10)
+            if region:
+                shift = 10.0 * region
+                d["bbox"] = [d["bbox"][0] + shift, d["bbox"][1], d["bbox"][2] + shift,
+                             d["bbox"][3]]
+                d["geometry"] = {"type": d["geometry"]["type"],
+                                 "coordinates": _shifted(d["geometry"]["coordinates"], shift)}
+            items.append(d)
+    table = to_table(items)
+    path = tmp_path / "items.parquet"
+    pq.write_table(table, path, row_group_size=20)  # 12 row groups: 3 per region
+    bbox = item["bbox"]
+    counted.reset()
+    ds = rx.open_stac(f"counted://{path}", bbox=bbox, datetime="2020-01-01/2020-04-09",
+                      query={"eo:cloud_cover": {"lt": 5}}, chunks={})
+    reads = counted.reset()
+    # region 0's first 20 dates (2020-01-01 .. 2020-04-05) are row group 0
+    assert counted.row_groups_read(str(path), reads) == {0}
+    expected = [k for k in range(20) if k % 10 < 5]
+    assert ds.sizes["time"] == len(expected)
+    np.testing.assert_array_equal(
+        ds.time.values, np.array([np.datetime64("2020-01-01", "ns")
+                                  + np.timedelta64(5 * k, "D") for k in expected]))
+    inside = ds["B03"].isel(time=2).sel(x=slice(600000, 600900), y=slice(5000000, 4999000))
+    np.testing.assert_array_equal(inside.values, data[0, 0, 1])
+    # the same selections on the Items as dicts (datetime, query) give the same cube
+    again = rx.open_stac(items[:60], bbox=bbox, datetime="2020-01-01/2020-04-09",
+                         query={"eo:cloud_cover": {"lt": 5}}, chunks={})
+    np.testing.assert_array_equal(again.time.values, ds.time.values)

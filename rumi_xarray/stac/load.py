@@ -34,6 +34,7 @@ applied) with ``nodata`` in the variable's attributes and
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
@@ -60,7 +61,8 @@ def open_stac(items: Any, bands: str | Sequence[str] | None = None, *, crs: Any 
               anchor: Any = None, groupby: str | None = "time", chunks: Any = None,
               resampling: str = "nearest", band_as_variable: bool = True,
               nodata: float | None = None, mask_and_scale: bool = False,
-              storage_options: dict[str, Any] | None = None) -> xr.Dataset:
+              storage_options: dict[str, Any] | None = None, datetime: Any = None,
+              query: Mapping[str, Any] | None = None) -> xr.Dataset:
     """Load STAC Items of Rumi files as one cube on one grid.
 
     Opening reads nothing from the data files when the Items carry
@@ -127,7 +129,20 @@ def open_stac(items: Any, bands: str | Sequence[str] | None = None, *, crs: Any 
         Integer samples without a nodata (none in the Items, no ``nodata=``)
         have nothing to mask: pixels no Item covers are 0 before decoding.
     storage_options : dict, optional
-        fsspec options for fsspec-only protocols.
+        fsspec options for fsspec-only protocols (and a remote table).
+    datetime : str, slice, tuple or datetime, optional
+        Only Items at or within this time (``"2024-01-01/2024-06-30"``, either
+        end ``..``; ``slice(a, b)``; one date: its whole period), as a STAC
+        search's ``datetime``.
+    query : mapping, optional
+        Only Items whose properties match (STAC API query extension:
+        ``{"eo:cloud_cover": {"lt": 20}}``).
+
+    For a stac-geoparquet table (file, folder or Arrow table) ``bbox``,
+    ``datetime`` and ``query`` are pushed down to the Parquet reader: row
+    groups and partitions whose statistics cannot match are never read, and
+    ``bbox`` also selects the Items (as a search would); for Items given
+    otherwise ``bbox`` is the output extent only, as in ``odc.stac.load``.
 
     Returns
     -------
@@ -147,7 +162,12 @@ def open_stac(items: Any, bands: str | Sequence[str] | None = None, *, crs: Any 
     from rumi_xarray.stac.mosaic import _same_nodata
 
     require_stac_extra()
-    sources = parse_items(items, storage_options)
+    from rumi_xarray.stac.parse import _is_arrow_table
+
+    search: dict[str, Any] = {"datetime": datetime, "query": query}
+    if isinstance(items, (str, os.PathLike)) or _is_arrow_table(items):
+        search["bbox"] = bbox
+    sources = parse_items(items, storage_options, search)
     names, band_index = _bands(sources, bands)
     gbox = grids.output_geobox(sources, crs=crs, resolution=resolution, anchor=anchor,
                                bbox=bbox, geobox=geobox, like=like, geopolygon=geopolygon)

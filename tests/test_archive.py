@@ -372,3 +372,32 @@ def test_open_stac_of_a_geoparquet_table_reads_only_matching_row_groups(files, t
     again = rx.open_stac(items[:60], bbox=bbox, datetime="2020-01-01/2020-04-09",
                          query={"eo:cloud_cover": {"lt": 5}}, chunks={})
     np.testing.assert_array_equal(again.time.values, ds.time.values)
+
+
+def test_a_partitioned_table_in_s3_with_rows_in_s3(s3_server, files, tmp_path):
+    """Table and scenes in object storage: credentials from the environment (as workers
+    get them), a time selection reads the 2021 partition only, and an append is seen."""
+    _, paths, _, base = files
+    s3_server.upload("arch", *paths, prefix="scenes/")
+    remote = base.assign(path=[f"s3://arch/scenes/{p.name}" for p in paths])
+    rng = np.random.default_rng(0)
+    for year, start, n in (("2020", 0, 20000), ("2021", 20000, 1300)):
+        table = rows(remote, n, start=start)
+        table["noise"] = rng.random(n)  # incompressible: the file is larger than its footer
+        part = write(table, tmp_path / f"y{year}" / "part-0.parquet")
+        s3_server.upload("arch", part, prefix=f"catalog/year={year}/")
+    s3_server.reset()
+    cube = rx.open_catalog("s3://arch/catalog", chunks={}, time=slice("2036-01-01", None),
+                           coords=None)
+    assert cube.sizes["time"] > 1000
+    gets = [r for r in s3_server.requests()
+            if r.method == "GET" and ("year%3D2020" in r.path or "year=2020" in r.path)]
+    size = (tmp_path / "y2020" / "part-0.parquet").stat().st_size
+    assert gets  # its footer was read (statistics) ...
+    assert sum(r.bytes_sent for r in gets) < size / 4  # ... but none of its row groups
+    first = int(np.searchsorted(rows(base, 21300)["time"].values, cube.time.values[0]))
+    np.testing.assert_array_equal(cube.band_data.isel(time=3, x=slice(0, 40)).values,
+                                  truth(files, first + 3, (0, 0, 100, 40)))
+    extra = write(rows(remote, 100, start=21300), tmp_path / "y2022" / "part-0.parquet")
+    s3_server.upload("arch", extra, prefix="catalog/year=2022/")
+    assert rx.open_catalog("s3://arch/catalog").sizes["time"] == 21400

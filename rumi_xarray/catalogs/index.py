@@ -184,7 +184,19 @@ def _open_file(index: TableIndex, file: int) -> Any:
     if index.local:
         return pq.ParquetFile(index.files[file])
     fs, _ = _filesystem(index.url, index.storage_options)
-    return pq.ParquetFile(fs.open(index.files[file], "rb"))
+    return parquet_file(fs, index.files[file])
+
+
+def parquet_file(fs: Any, path: str) -> Any:
+    """Open a remote Parquet file so that each read fetches only the ranges pyarrow asks for.
+
+    fsspec's default read-ahead cache would fetch megabytes past every read (a
+    whole small table for its footer); pyarrow already reads whole column chunks
+    and coalesces the ones of a row group (``pre_buffer``).
+    """
+    import pyarrow.parquet as pq
+
+    return pq.ParquetFile(fs.open(path, "rb", cache_type="none"), pre_buffer=True)
 
 
 # --- open -------------------------------------------------------------------------
@@ -249,8 +261,10 @@ def _seconds(value: Any, end: bool) -> int:
         stamp = pd.Timestamp(value)
     if stamp.tzinfo is not None:
         stamp = stamp.tz_convert("UTC").tz_localize(None)
+    # Whole seconds inside the bound: a period's end (23:59:59.999999999) keeps its last
+    # second and never reaches the next period's first.
     seconds = stamp.value / 1e9
-    return int(np.floor(seconds)) if not end else int(np.ceil(seconds))
+    return int(np.floor(seconds)) if end else int(np.ceil(seconds))
 
 
 def time_bounds(time: Any) -> tuple[int | None, int | None]:
@@ -336,8 +350,11 @@ def open_index(url: str, *, storage_options: Mapping[str, Any] | None, time: Any
     cost = OpenCost(files=len(files))
     metas = []
     for path in files:
-        metas.append(pq.ParquetFile(path) if local else pq.ParquetFile(fs.open(path, "rb")))
-    schema = metas[0].schema_arrow
+        metas.append(pq.ParquetFile(path) if local else parquet_file(fs, path))
+    import pyarrow as pa
+
+    # Files appended later may add or lack extra columns: one schema for all of them.
+    schema = pa.unify_schemas([m.schema_arrow for m in metas])
     missing = [c for c in ("path", "header", "time_seconds", "bands") if c not in schema.names]
     if missing:
         raise RumiCatalogKeyError(f"{source_name(url)}: the catalog lacks column(s) "
@@ -375,13 +392,14 @@ def open_index(url: str, *, storage_options: Mapping[str, Any] | None, time: Any
     seconds_parts, bounds_parts = [], []
     has_bounds = "time_bounds" in schema.names
     for f, gs in by_file.items():
-        columns = ["time_seconds", *(["time_bounds"] if has_bounds else [])]
-        tab = metas[f].read_row_groups(gs, columns=columns)
+        here = has_bounds and "time_bounds" in metas[f].schema_arrow.names
+        tab = metas[f].read_row_groups(gs, columns=["time_seconds",
+                                                    *(["time_bounds"] if here else [])])
         cost.time_bytes += int(tab.nbytes)
         seconds_parts.append(tab.column("time_seconds"))
-        bounds_parts.append(tab.column("time_bounds") if has_bounds else None)
-    import pyarrow as pa
-
+        if has_bounds:
+            bounds_parts.append(tab.column("time_bounds") if here else pa.chunked_array(
+                [pa.nulls(tab.num_rows, schema.field("time_bounds").type)]))
     tcol = pa.chunked_array([c for part in seconds_parts for c in part.chunks])
     values, offsets = _list_values(tcol)
     counts = np.diff(offsets)
@@ -512,9 +530,14 @@ def _coords(metas: list[Any], by_file: dict[int, list[int]], chosen: list[Group]
     if wanted:
         parts = []
         for f, gs in by_file.items():
-            tab = metas[f].read_row_groups(gs, columns=wanted)
+            have = [c for c in wanted if c in metas[f].schema_arrow.names]
+            tab = metas[f].read_row_groups(gs, columns=have)
             cost.coord_bytes += int(tab.nbytes)
-            parts.append(tab)
+            for c in wanted:  # a column this file lacks is null in its rows
+                if c not in have:
+                    tab = tab.append_column(schema.field(c), pa.nulls(tab.num_rows,
+                                                                      schema.field(c).type))
+            parts.append(tab.select(wanted))
         table = pa.concat_tables(parts)
         for name in wanted:
             out[name] = table.column(name).to_numpy(zero_copy_only=False)[order]

@@ -401,3 +401,29 @@ def test_a_partitioned_table_in_s3_with_rows_in_s3(s3_server, files, tmp_path):
     extra = write(rows(remote, 100, start=21300), tmp_path / "y2022" / "part-0.parquet")
     s3_server.upload("arch", extra, prefix="catalog/year=2022/")
     assert rx.open_catalog("s3://arch/catalog").sizes["time"] == 21400
+
+
+def test_bbox_crops_before_reading_on_disk_and_in_memory(files, big):
+    from pyproj import Transformer
+
+    path, table = big
+    to_lonlat = Transformer.from_crs(32633, 4326, always_xy=True)
+    # the pixels of rows 20..49, columns 30..59 (corners 600300..600600 E, 4999800..4999500 N)
+    west, south = to_lonlat.transform(600300 + 1, 4999500 + 1)
+    east, north = to_lonlat.transform(600600 - 1, 4999800 - 1)
+    box = (west, south, east, north)
+    disk = rx.open_catalog(path, bbox=box, time=slice("2020-02-01", "2020-02-03"))
+    memory = rx.open_catalog(table, bbox=box, time=slice("2020-02-01", "2020-02-03"))
+    whole = rx.open_catalog(path, time=slice("2020-02-01", "2020-02-03"))
+    # a lon/lat box is not a UTM rectangle: the crop holds its projected bounds
+    assert 30 <= disk.sizes["x"] <= 32 and 30 <= disk.sizes["y"] <= 32
+    x0 = int(np.flatnonzero(whole.x.values == disk.x.values[0])[0])
+    y0 = int(np.flatnonzero(whole.y.values == disk.y.values[0])[0])
+    assert 29 <= x0 <= 30 and 19 <= y0 <= 20
+    np.testing.assert_array_equal(disk.band_data.values, memory.band_data.values)
+    np.testing.assert_array_equal(
+        disk.band_data.values,
+        whole.band_data.isel(x=slice(x0, x0 + disk.sizes["x"]),
+                             y=slice(y0, y0 + disk.sizes["y"])).values)
+    with pytest.raises(rx.RumiCatalogError, match="does not intersect"):
+        rx.open_catalog(path, bbox=(100.0, 10.0, 101.0, 11.0))

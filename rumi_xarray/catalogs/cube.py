@@ -9,9 +9,10 @@ per chunk.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -42,26 +43,17 @@ DUPLICATES = ("keep", "first", "last", "error")
 REQUIRED = ("path", "header", "time_seconds", "bands")
 
 
-def _load(table: pd.DataFrame | str | os.PathLike[str],
-          storage_options: dict[str, Any] | None = None) -> pd.DataFrame:
-    if isinstance(table, pd.DataFrame):
-        return table.reset_index(drop=True)
-    path = os.fsdecode(table)
-    name = source_name(path)
+@contextlib.contextmanager
+def _reading_table(name: str) -> Iterator[None]:
+    """Turn what reading a catalog table raises into typed errors without credentials."""
     try:
-        if "://" in path:
-            # Through fsspec, like every other remote read: pandas would use urllib
-            # for http(s), which cannot take credentials and quotes them in errors.
-            import fsspec
-
-            with fsspec.open(path, "rb", **dict(storage_options or {})) as f:
-                frame = pd.read_parquet(f)
-        else:
-            frame = pd.read_parquet(path)
+        yield
     except FileNotFoundError as exc:
         raise os_error(RumiFileNotFoundError, errno.ENOENT,
                        f"{name}: no such catalog file (open_catalog reads the Parquet table "
                        f"written by rx.catalog(...).to_parquet(path))", name) from exc
+    except (RumiCatalogError, RumiCatalogKeyError):
+        raise
     except OSError as exc:
         raise with_context(exc, f"{name}: cannot read the catalog", source=name) from exc
     except ImportError as exc:
@@ -74,7 +66,6 @@ def _load(table: pd.DataFrame | str | os.PathLike[str],
         raise RumiCatalogError(
             f"{name}: not a readable Parquet catalog table ({type(exc).__name__}: "
             f"{redact_text(' '.join(str(exc).split()))})") from exc
-    return frame.reset_index(drop=True)
 
 
 def _as_list(value: Any) -> list[Any] | None:
@@ -240,7 +231,13 @@ def open_catalog(table: pd.DataFrame | str | os.PathLike[str], *, chunks: Any = 
                          decoders={"mask_and_scale": mask_and_scale,
                                    "decode_times": decode_times})
         return _finish(ds, time, bbox, chunks)
-    rows = _load(table, storage_options)
+    if hasattr(table, "to_pandas") and not isinstance(table, pd.DataFrame):
+        table = table.to_pandas()  # a pyarrow Table of catalog rows
+    if not isinstance(table, pd.DataFrame):
+        raise RumiCatalogError(f"open_catalog takes catalog rows (a pandas DataFrame or "
+                               f"pyarrow Table) or the path of a Parquet table, got "
+                               f"{type(table).__name__}")
+    rows = table.reset_index(drop=True)
     if time is not None and not rows.empty and "time_seconds" in rows.columns:
         rows = _rows_in_time(rows, time)
     if rows.empty:
@@ -344,26 +341,9 @@ def _open_table(url: str, *, storage_options: dict[str, Any] | None, time: Any,
     from rumi_xarray.catalogs import index as tables
     from rumi_xarray.model.cube import UniformSteps
 
-    name = source_name(url)
-    try:
+    with _reading_table(source_name(url)):
         idx, facts = tables.open_index(url, storage_options=storage_options, time=time,
                                        duplicates=duplicates, coords=coords)
-    except FileNotFoundError as exc:
-        raise os_error(RumiFileNotFoundError, errno.ENOENT,
-                       f"{name}: no such catalog file (open_catalog reads the Parquet table "
-                       f"written by rx.catalog(...).to_parquet(path))", name) from exc
-    except (RumiCatalogError, RumiCatalogKeyError):
-        raise
-    except OSError as exc:
-        raise with_context(exc, f"{name}: cannot read the catalog", source=name) from exc
-    except ImportError as exc:
-        raise RumiCatalogError(
-            f"{name}: reading a catalog table needs pyarrow: pip install "
-            f"'rumi-xarray[catalog]' ({redact_text(str(exc))})") from exc
-    except Exception as exc:  # pyarrow, fsspec and aiohttp raise their own types
-        raise RumiCatalogError(
-            f"{name}: not a readable Parquet catalog table ({type(exc).__name__}: "
-            f"{redact_text(' '.join(str(exc).split()))})") from exc
     ref, grid = facts["reference"], idx.reference.grid
     first = Scene(resolve.resolve(ref["path"], storage_options=storage_options),
                   bytes(ref["header"]), facts["reference_label"])

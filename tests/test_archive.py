@@ -427,3 +427,83 @@ def test_bbox_crops_before_reading_on_disk_and_in_memory(files, big):
                              y=slice(y0, y0 + disk.sizes["y"])).values)
     with pytest.raises(rx.RumiCatalogError, match="does not intersect"):
         rx.open_catalog(path, bbox=(100.0, 10.0, 101.0, 11.0))
+
+
+@pytest.fixture(scope="module")
+def two_zones(tmp_path_factory):
+    """Two real files either side of the UTM 33/34 boundary (lon 18 E, lat 52 N)."""
+    from pyproj import Transformer
+
+    folder = tmp_path_factory.mktemp("zones")
+    rng = np.random.default_rng(7)
+    data = rng.integers(1, 10000, (2, 1, 3, 120, 110)).astype(np.uint16)
+    paths = []
+    for k, epsg in enumerate((32633, 32634)):
+        x, y = Transformer.from_crs(4326, epsg, always_xy=True).transform(18.0, 52.0)
+        transform = (10.0, 0.0, float(round(x) - 700 + 500 * k), 0.0, -10.0,
+                     float(round(y) + 600))
+        path = folder / f"zone{epsg}.rumi"
+        write_array(path, data[k], bands=BANDS, time=[dt.date(2020, 1, 1)],
+                    transform=transform, crs=epsg, tile_size=32, nodata=0)
+        paths.append(path)
+    return folder, paths, data
+
+
+def test_open_stac_over_an_archive_of_two_zones_looks_items_up_per_chunk(two_zones, tmp_path,
+                                                                         counted,
+                                                                         monkeypatch):
+    """lookup='task': the same cube as planning every Item at open, from a graph that
+    holds no Item, each chunk reading only the row groups of its own Items."""
+    import pyarrow.parquet as pq
+
+    from rumi_xarray.stac.geoparquet import to_table
+
+    _, paths, _ = two_zones
+    base = [i.to_dict(transform_hrefs=False) for i in rx.to_stac(paths)]
+    items = []
+    for k in range(30):  # 30 dates x 2 zones, plus decoys 20 degrees east
+        for which, item in enumerate(base):
+            d = pickle.loads(pickle.dumps(item))
+            d["id"] = f"z{which}-{k:02d}"
+            when = pd.Timestamp("2021-01-01", tz="UTC") + pd.Timedelta(days=3 * k,
+                                                                      minutes=which)
+            d["properties"]["datetime"] = when.strftime("%Y-%m-%dT%H:%M:%SZ")
+            items.append(d)
+    for k in range(30):
+        d = pickle.loads(pickle.dumps(base[0]))
+        d["id"] = f"far-{k:02d}"
+        d["properties"]["datetime"] = "2021-02-01T00:00:00Z"
+        d["bbox"] = [v + 20.0 if i % 2 == 0 else v for i, v in enumerate(d["bbox"])]
+        d["geometry"] = {"type": "Polygon", "coordinates": _shifted(
+            d["geometry"]["coordinates"], 20.0)}
+        items.append(d)
+    path = tmp_path / "archive.parquet"
+    pq.write_table(to_table(items), path, row_group_size=10)
+    grid = {"crs": "EPSG:32633", "resolution": 20, "bbox": (17.985, 51.995, 18.02, 52.01)}
+    eager = rx.open_stac(str(path), chunks={"time": 4, "x": 64, "y": 64}, groupby="solar_day",
+                         datetime="2021-01-01/2021-03-31", **grid)
+    from rumi_xarray.stac import archive
+
+    parsed = []
+    real = archive.parse_item
+    monkeypatch.setattr(archive, "parse_item",
+                        lambda d, *a, **k: parsed.append(d["id"]) or real(d, *a, **k))
+    lazy = rx.open_stac(f"counted://{path}", chunks={"time": 4, "x": 64, "y": 64},
+                        groupby="solar_day", datetime="2021-01-01/2021-03-31",
+                        lookup="task", **grid)
+    assert parsed == ["z0-00"]  # the open parsed one Item; the tasks parse their own
+    assert lazy.sizes == eager.sizes and lazy.sizes["time"] == 30
+    np.testing.assert_array_equal(lazy.time.values, eager.time.values)
+    graph = dict(lazy.B02.data.__dask_graph__())
+    assert max(len(pickle.dumps(v)) for v in graph.values()) < 16 * 2**10
+    for name in ("B02", "B04"):
+        np.testing.assert_array_equal(lazy[name].values, eager[name].values)
+    assert (eager.B02.values != 0).mean() > 0.3  # both zones' pixels, not only nodata
+    parsed.clear()
+    counted.reset()
+    lazy.B03.isel(time=slice(0, 4), x=slice(0, 64), y=slice(0, 64)).compute()
+    task_reads = counted.reset()
+    # the first 4 dates of both zones (rows 0..7, row group 0) and nothing else
+    assert sorted(parsed) == sorted(f"z{z}-{k:02d}" for z in (0, 1) for k in range(4))
+    assert counted.column_groups_read(str(path), "assets", task_reads) == {0}
+    assert lazy.B02.attrs == eager.B02.attrs

@@ -108,24 +108,37 @@ def read_geoparquet(source: Any, *, bbox: Sequence[float] | None = None,
     import pyarrow.dataset as pads  # type: ignore[import-untyped]
     from stac_geoparquet.arrow import stac_table_to_items
 
-    if isinstance(source, pa.Table):
-        dataset = pads.dataset(source)
-    else:
-        import fsspec
-
-        url = os.fspath(source)
-        fs, root = fsspec.core.url_to_fs(url, **dict(storage_options or {}))
-        protocol = fs.protocol[0] if isinstance(fs.protocol, tuple) else fs.protocol
-        if protocol in ("file", "local"):
-            dataset = pads.dataset(root, format="parquet", partitioning="hive")
-        else:
-            dataset = pads.dataset(root if protocol not in ("http", "https") else [root],
-                                   filesystem=fs, format="parquet", partitioning="hive")
+    dataset = pads.dataset(source) if isinstance(source, pa.Table) else dataset_of(
+        os.fspath(source), storage_options)
     expression = filter_expression(dataset.schema, bbox=bbox, datetime=datetime, query=query)
     table = dataset.to_table(filter=expression)
     if table.num_rows == 0:
         return []
     return [_drop_nulls(item) for item in stac_table_to_items(table)]
+
+
+def dataset_of(url: str, storage_options: Mapping[str, Any] | None = None) -> Any:
+    """Return the ``pyarrow.dataset`` of a stac-geoparquet file or (hive-partitioned) folder.
+
+    Parameters
+    ----------
+    url : str
+        Local path or fsspec URL.
+    storage_options : mapping, optional
+
+    Returns
+    -------
+    pyarrow.dataset.Dataset
+    """
+    import fsspec
+    import pyarrow.dataset as pads
+
+    fs, root = fsspec.core.url_to_fs(url, **dict(storage_options or {}))
+    protocol = fs.protocol[0] if isinstance(fs.protocol, tuple) else fs.protocol
+    if protocol in ("file", "local"):
+        return pads.dataset(root, format="parquet", partitioning="hive")
+    return pads.dataset(root if protocol not in ("http", "https") else [root],
+                        filesystem=fs, format="parquet", partitioning="hive")
 
 
 def datetime_bounds(value: Any) -> tuple[Any, Any]:

@@ -62,7 +62,7 @@ def open_stac(items: Any, bands: str | Sequence[str] | None = None, *, crs: Any 
               resampling: str = "nearest", band_as_variable: bool = True,
               nodata: float | None = None, mask_and_scale: bool = False,
               storage_options: dict[str, Any] | None = None, datetime: Any = None,
-              query: Mapping[str, Any] | None = None) -> xr.Dataset:
+              query: Mapping[str, Any] | None = None, lookup: str = "open") -> xr.Dataset:
     """Load STAC Items of Rumi files as one cube on one grid.
 
     Opening reads nothing from the data files when the Items carry
@@ -138,6 +138,15 @@ def open_stac(items: Any, bands: str | Sequence[str] | None = None, *, crs: Any 
         Only Items whose properties match (STAC API query extension:
         ``{"eo:cloud_cover": {"lt": 20}}``).
 
+    lookup : {"open", "task"}, default "open"
+        ``"open"``: the Items are parsed and every output chunk planned at
+        open. ``"task"`` (a stac-geoparquet file or folder, an explicit
+        output grid, ``groupby`` "time" or "solar_day"): opening reads only
+        the selected Items' ``datetime`` column and one Item; each output
+        chunk's task finds its Items through the table's ``bbox`` and
+        ``datetime`` columns when it runs (:mod:`rumi_xarray.stac.archive`),
+        so neither the open nor the graph grows with the archive.
+
     For a stac-geoparquet table (file, folder or Arrow table) ``bbox``,
     ``datetime`` and ``query`` are pushed down to the Parquet reader: row
     groups and partitions whose statistics cannot match are never read, and
@@ -162,6 +171,15 @@ def open_stac(items: Any, bands: str | Sequence[str] | None = None, *, crs: Any 
     from rumi_xarray.stac.mosaic import _same_nodata
 
     require_stac_extra()
+    if lookup not in ("open", "task"):
+        raise RumiCatalogError(f"lookup= is 'open' or 'task', got {lookup!r}")
+    if lookup == "task":
+        return _open_archive(items, bands, crs=crs, resolution=resolution, bbox=bbox,
+                             geobox=geobox, like=like, geopolygon=geopolygon, anchor=anchor,
+                             groupby=groupby, chunks=chunks, resampling=resampling,
+                             band_as_variable=band_as_variable, nodata=nodata,
+                             mask_and_scale=mask_and_scale, storage_options=storage_options,
+                             datetime=datetime, query=query)
     from rumi_xarray.stac.parse import _is_arrow_table
 
     search: dict[str, Any] = {"datetime": datetime, "query": query}
@@ -190,6 +208,72 @@ def open_stac(items: Any, bands: str | Sequence[str] | None = None, *, crs: Any 
             ds = _decoded(ds, packing, eager=chunks is None)
     return _conform(ds, gbox, sources, groups, names, band_index, fill_nodata, packing,
                     mask_and_scale)
+
+
+def _open_archive(items: Any, bands: str | Sequence[str] | None, *, crs: Any, resolution: Any,
+                  bbox: Sequence[float] | None, geobox: Any, like: Any, geopolygon: Any,
+                  anchor: Any, groupby: str | None, chunks: Any, resampling: str,
+                  band_as_variable: bool, nodata: float | None, mask_and_scale: bool,
+                  storage_options: dict[str, Any] | None, datetime: Any,
+                  query: Mapping[str, Any] | None) -> xr.Dataset:
+    """Open a load whose output chunks look their Items up in the table when they run."""
+    from odc.geo.warp import resampling_s2rio
+
+    from rumi_xarray.backend.dataset import group_bytes
+    from rumi_xarray.dask.stac import load_array
+    from rumi_xarray.stac import archive
+
+    if not isinstance(items, (str, os.PathLike)):
+        raise RumiCatalogError("lookup='task' reads a stac-geoparquet file or folder: pass "
+                               "its path or URL")
+    if geobox is None and like is None and bbox is None and geopolygon is None:
+        raise RumiCatalogError("lookup='task' needs the output grid's extent (bbox=, "
+                               "geobox=, like= or geopolygon=): the Items are not read at "
+                               "open to find it")
+    url = os.fspath(items)
+    resampling_s2rio(resampling)
+    seconds, first = archive.open_columns(url, bbox=bbox, datetime=datetime, query=query,
+                                          storage_options=storage_options)
+    ref = archive.reference_source(first, storage_options)
+    names, band_index = _bands([ref], bands)
+    gbox = grids.output_geobox([ref], crs=crs, resolution=resolution, anchor=anchor,
+                               bbox=bbox, geobox=geobox, like=like, geopolygon=geopolygon)
+    times, lo, hi = archive.time_groups(seconds, "time" if groupby is None else groupby, gbox)
+    dtype = ref.grid.dtype
+    fill_nodata = ref.nodata if nodata is None else float(nodata)
+    fill = _fill(dtype, fill_nodata)
+    shape = (len(times), len(names), *gbox.shape.yx)
+    sizes = planning.chunk_sizes(chunks, shape, dtype.itemsize, group_bytes())
+    token = archive.token(url, gbox.crs.to_wkt(), tuple(gbox.transform), tuple(gbox.shape),
+                          names, sizes, dtype.str, repr(fill), resampling, repr(datetime),
+                          repr(query), repr(bbox), groupby)
+    load = archive.TableLoad(url=url, storage_options=dict(storage_options or {}),
+                             query=None if query is None else dict(query),
+                             bands=tuple(names), geobox=gbox, chunks=sizes, group_lo=lo,
+                             group_hi=hi, dtype=np.dtype(dtype), fill=fill,
+                             resampling=resampling, token=token)
+    ds = _variables(load_array(load), names, band_as_variable)
+    if chunks is None:
+        ds = ds.load()
+    packing = _packing([ref], dtype, fill_nodata, mask_and_scale)
+    if mask_and_scale:
+        ds = _decoded(ds, packing, eager=chunks is None)
+    groups = [(planning.Unit(0, 0, int(t)),) for t in times]
+    return _conform(ds, gbox, [ref], groups, names, band_index, fill_nodata, packing,
+                    mask_and_scale)
+
+
+def _variables(data: Any, names: list[str], band_as_variable: bool) -> xr.Dataset:
+    """Return the Dataset of a ``(time, band, y, x)`` load: a variable per band, or one."""
+    variables: dict[str, tuple[tuple[str, ...], Any]]
+    if band_as_variable:
+        variables = {name: (("time", "y", "x"), data[:, i]) for i, name in enumerate(names)}
+    else:
+        variables = {VARIABLE: (("time", "band", "y", "x"), data)}
+    ds = xr.Dataset(variables)
+    if not band_as_variable:
+        ds = ds.assign_coords(band=("band", np.array(names, dtype=str)))
+    return ds
 
 
 def _packing(sources: Sequence[StacSource], dtype: np.dtype, nodata: float | None,
@@ -329,15 +413,7 @@ def _open_warped(sources: Sequence[StacSource], groups: Sequence[Sequence[planni
                              groups=tuple(tuple(g) for g in groups), chunks=sizes,
                              bins=planning.bins(sources, gbox, sizes), dtype=np.dtype(dtype),
                              fill=fill, resampling=resampling, token=token)
-    data = load_array(plan)
-    variables: dict[str, tuple[tuple[str, ...], Any]]
-    if band_as_variable:
-        variables = {name: (("time", "y", "x"), data[:, i]) for i, name in enumerate(names)}
-    else:
-        variables = {VARIABLE: (("time", "band", "y", "x"), data)}
-    ds = xr.Dataset(variables)
-    if not band_as_variable:
-        ds = ds.assign_coords(band=("band", np.array(names, dtype=str)))
+    ds = _variables(load_array(plan), names, band_as_variable)
     if chunks is None:
         ds = ds.load()
     return ds

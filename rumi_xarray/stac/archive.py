@@ -72,8 +72,7 @@ class TableLoad:
     @property
     def numblocks(self) -> tuple[int, int, int, int]:
         """Return the number of chunks along time, band, y and x."""
-        return (len(self.chunks[0]), len(self.chunks[1]), len(self.chunks[2]),
-                len(self.chunks[3]))
+        return planning.numblocks(self.chunks)
 
     def items(self, it: int, iy: int, ix: int) -> list[dict[str, Any]]:
         """Return the Items one output chunk needs, read from the table now."""

@@ -304,6 +304,111 @@ def xr_open(path: Path) -> Any:
     return xr.open_dataset(path, engine="rumi")
 
 
+def stac_table(folder: Path, items: int) -> tuple[Path, tuple[float, float, float, float]]:
+    """Write (once) a stac-geoparquet archive of ``items`` hourly Items over two UTM zones.
+
+    Two real files either side of the 33/34 boundary at 18 E, 52 N (4 bands, 512 x 512,
+    tile 256); Item ``k`` is file ``k % 2`` at hour ``k // 2``.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pyproj import Transformer
+
+    from rumi_xarray.stac.geoparquet import to_table
+
+    paths = []
+    for k, epsg in enumerate((32633, 32634)):
+        path = folder / f"zone{epsg}.rumi"
+        if not path.exists():
+            x, y = Transformer.from_crs(4326, epsg, always_xy=True).transform(18.0, 52.0)
+            data = np.random.default_rng(k).integers(1, 4000, (1, 4, 512, 512))
+            _write_array()(path, data.astype(np.uint16), bands=["B02", "B03", "B04", "B08"],
+                           time=[dt.date(2000, 1, 1)],
+                           transform=(10, 0, float(round(x) - 4000 + 3000 * k), 0, -10,
+                                      float(round(y) + 2500)),
+                           crs=epsg, tile_size=256, nodata=0)
+        paths.append(path)
+    out = folder / f"items-{items}.parquet"
+    bbox = (17.99, 51.995, 18.03, 52.03)
+    if out.exists():
+        return out, bbox
+    base = to_table([i.to_dict(transform_hrefs=False) for i in rx.to_stac(paths)])
+    table = base.take(pa.array(np.arange(items, dtype=np.int64) % 2))
+    hours = np.arange(items, dtype=np.int64) // 2
+    stamps = pa.array((946684800 + 3600 * hours) * 10**6 + np.arange(items) % 2,
+                      pa.timestamp("us", tz="UTC"))
+    table = table.set_column(table.schema.get_field_index("datetime"), "datetime", stamps)
+    table = table.set_column(table.schema.get_field_index("id"), "id",
+                             pa.array([f"i{k}" for k in range(items)]))
+    pq.write_table(table, out, row_group_size=4096)
+    return out, bbox
+
+
+def stac_child(table: str, bbox: tuple[float, ...], lookup: str) -> dict[str, Any]:
+    """Open the two-zone archive with ``lookup`` and compute a one-day window."""
+    import odc.geo.xr  # noqa: F401  (imports before the baseline)
+    import pystac  # noqa: F401
+    import stac_geoparquet.arrow  # noqa: F401
+    import xarray  # noqa: F401
+
+    import rumi_xarray.stac.archive
+    import rumi_xarray.stac.load  # noqa: F401
+
+    out: dict[str, Any] = {}
+    base_rss = _rss_mb()
+    start = time.perf_counter()
+    ds = rx.open_stac(table, crs="EPSG:32633", resolution=20, bbox=bbox,
+                      chunks={"time": 24, "x": 256, "y": 256}, lookup=lookup,
+                      datetime="2000-01-01/2000-12-31")
+    out["open_first_s"] = time.perf_counter() - start
+    out["open_peak_mb"] = _peak_mb() - base_rss
+    out["open_s"], ds = timed(2, lambda: rx.open_stac(
+        table, crs="EPSG:32633", resolution=20, bbox=bbox,
+        chunks={"time": 24, "x": 256, "y": 256}, lookup=lookup,
+        datetime="2000-01-01/2000-12-31"))
+    out["times"] = ds.sizes["time"]
+    day = ds.B04.isel(time=slice(0, 24)).mean("time")
+    out["tasks"], out["graph_bytes"], out["largest_node"] = graph_bytes(day.data)
+    start = time.perf_counter()
+    out["check"] = float(day.compute().mean())
+    out["compute_s"] = time.perf_counter() - start
+    return out
+
+
+def stac_archive(args: Any) -> None:
+    """Print open_stac over two-zone archives: plan every Item at open vs per task."""
+    import json
+    import subprocess
+
+    folder = Path(args.data_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    print("STAC archive over two UTM zones onto one grid (one year of hourly Items): "
+          "items | lookup | open, median of 2 (first) | client peak | graph of a one-day mean (tasks, largest "
+          "node) | its compute")
+    for n in (int(v) for v in args.stac.split(",")):
+        table, bbox = stac_table(folder, n)
+        checks = {}
+        for lookup in ("open", "task"):
+            if lookup == "open" and n > args.stac_open_max:
+                print(f"{n:>9,} | open | not run (> --stac-open-max {args.stac_open_max:,})")
+                continue
+            cmd = [sys.executable, __file__, "--stac-child", str(table), "--stac-lookup",
+                   lookup, "--stac-bbox", ",".join(map(str, bbox))]
+            done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+            if done.returncode:
+                print(f"{n}: {lookup} failed\n{done.stderr[-2000:]}")
+                continue
+            r = json.loads(done.stdout.strip().splitlines()[-1])
+            checks[lookup] = r["check"]
+            print(f"{n:>9,} | {lookup} | {r['open_s']:.3f} s ({r['open_first_s']:.3f} s "
+                  f"first) | {r['open_peak_mb']:.0f} MB | "
+                  f"{r['graph_bytes']:,} B ({r['tasks']:,}, {r['largest_node']:,} B) | "
+                  f"{r['compute_s']:.2f} s")
+        if len(checks) == 2:
+            same = checks["open"] == checks["task"]
+            print(f"          [{'SAME' if same else 'DIFFERENT'}] window mean of both lookups")
+
+
 def archive(args: Any) -> int:
     """Run every archive size in a fresh process and print the table with its bars."""
     import json
@@ -371,10 +476,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memory-max", type=int, default=10000)
     parser.add_argument("--odc-max", type=int, default=1000)
     parser.add_argument("--data-dir", default="bench-data/archive")
+    parser.add_argument("--stac", default="1000,10000,100000",
+                        help="two-zone stac-geoparquet archives of these sizes ('' skips)")
+    parser.add_argument("--stac-open-max", type=int, default=10000)
+    parser.add_argument("--stac-child", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--stac-lookup", default="task", help=argparse.SUPPRESS)
+    parser.add_argument("--stac-bbox", default="", help=argparse.SUPPRESS)
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--memory", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--odc", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.stac_child:
+        import json
+
+        box = tuple(float(v) for v in args.stac_bbox.split(","))
+        print(json.dumps(stac_child(args.stac_child, box, args.stac_lookup)))
+        return 0
     if args.child:
         import json
 
@@ -400,9 +517,10 @@ def main(argv: list[str] | None = None) -> int:
                     verdict = "MET" if total < PLAN_BAR_S else "MISS"
                     print(f"        [{verdict}] open + build + plan {total:.3f} s "
                           f"< {PLAN_BAR_S} s on the client")
-    if args.archive:
-        return archive(args)
-    return 0
+    status = archive(args) if args.archive else 0
+    if args.stac:
+        stac_archive(args)
+    return status
 
 
 if __name__ == "__main__":

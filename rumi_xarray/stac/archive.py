@@ -85,8 +85,10 @@ class TableLoad:
         h, w = self.chunks[2][iy], self.chunks[3][ix]
         box = self.geobox[y0:y0 + h, x0:x0 + w].footprint("epsg:4326", npoints=16)
         west, south, east, north = box.boundingbox
+        # Bounds are whole seconds, as Items' times are planned: the last one spans its second.
         when = (pd.Timestamp(int(self.group_lo[t0]), unit="s", tz="UTC"),
-                pd.Timestamp(int(self.group_hi[t0 + nt - 1]), unit="s", tz="UTC"))
+                pd.Timestamp(int(self.group_hi[t0 + nt - 1]) + 1, unit="s", tz="UTC")
+                - pd.Timedelta(1, "ns"))
         return read_geoparquet(self.url, bbox=(west, south, east, north), datetime=when,
                                query=self.query, storage_options=self.storage_options)
 

@@ -383,8 +383,8 @@ def stac_archive(args: Any) -> None:
     folder = Path(args.data_dir)
     folder.mkdir(parents=True, exist_ok=True)
     print("STAC archive over two UTM zones onto one grid (one year of hourly Items): "
-          "items | lookup | open, median of 2 (first) | client peak | graph of a one-day mean (tasks, largest "
-          "node) | its compute")
+          "items | lookup | open, median of 2 (first) | client peak | graph of a one-day "
+          "mean (tasks, largest node) | its compute")
     for n in (int(v) for v in args.stac.split(",")):
         table, bbox = stac_table(folder, n)
         checks = {}

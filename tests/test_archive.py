@@ -286,7 +286,8 @@ def _worker_spy() -> list:
 
 
 @pytest.mark.dask
-def test_on_a_separate_cluster_only_workers_read_the_table(files, big, tmp_path, counted):
+def test_on_a_separate_cluster_only_workers_read_the_table(files, big, tmp_path, counted,
+                                                           two_zones):
     distributed = pytest.importorskip("distributed")
     from tests.test_distributed import SeparateCluster
 
@@ -307,6 +308,18 @@ def test_on_a_separate_cluster_only_workers_read_the_table(files, big, tmp_path,
             per_worker = c.run(_worker_table_reads)
             assert sum(r["groups"] for r in per_worker.values()) >= 1
             worker_reads = [r for reads in c.run(_worker_spy).values() for r in reads]
+            # a STAC load across two zones, Items looked up by the workers' tasks
+            stac = zones_table(two_zones, tmp_path)
+            options = {"chunks": {"time": 8, "x": 64, "y": 64}, "groupby": "solar_day",
+                       **ZONES_GRID}
+            lazy = rx.open_stac(f"counted://{stac}", lookup="task", **options)
+            counted.reset()
+            stac_got = lazy.B03.compute().values
+            assert counted.reset() == []  # the client read nothing of the table
+            stac_reads = [r for reads in c.run(_worker_spy).values() for r in reads]
+            assert counted.column_groups_read(str(stac), "assets", stac_reads)
+            want = rx.open_stac(str(stac), **options).B03.compute(scheduler="threads").values
+            np.testing.assert_array_equal(stac_got, want)
     finally:
         cluster.stop()
     # the client read headers of one row group (the reference row's); the workers those
@@ -449,11 +462,11 @@ def two_zones(tmp_path_factory):
     return folder, paths, data
 
 
-def test_open_stac_over_an_archive_of_two_zones_looks_items_up_per_chunk(two_zones, tmp_path,
-                                                                         counted,
-                                                                         monkeypatch):
-    """lookup='task': the same cube as planning every Item at open, from a graph that
-    holds no Item, each chunk reading only the row groups of its own Items."""
+ZONES_GRID = {"crs": "EPSG:32633", "resolution": 20, "bbox": (17.985, 51.995, 18.02, 52.01)}
+
+
+def zones_table(two_zones, folder: Path) -> Path:
+    """A stac-geoparquet archive: 30 dates x 2 zones, plus decoys 20 degrees east."""
     import pyarrow.parquet as pq
 
     from rumi_xarray.stac.geoparquet import to_table
@@ -477,9 +490,18 @@ def test_open_stac_over_an_archive_of_two_zones_looks_items_up_per_chunk(two_zon
         d["geometry"] = {"type": "Polygon", "coordinates": _shifted(
             d["geometry"]["coordinates"], 20.0)}
         items.append(d)
-    path = tmp_path / "archive.parquet"
+    path = folder / "archive.parquet"
     pq.write_table(to_table(items), path, row_group_size=10)
-    grid = {"crs": "EPSG:32633", "resolution": 20, "bbox": (17.985, 51.995, 18.02, 52.01)}
+    return path
+
+
+def test_open_stac_over_an_archive_of_two_zones_looks_items_up_per_chunk(two_zones, tmp_path,
+                                                                         counted,
+                                                                         monkeypatch):
+    """lookup='task': the same cube as planning every Item at open, from a graph that
+    holds no Item, each chunk reading only the row groups of its own Items."""
+    path = zones_table(two_zones, tmp_path)
+    grid = ZONES_GRID
     eager = rx.open_stac(str(path), chunks={"time": 4, "x": 64, "y": 64}, groupby="solar_day",
                          datetime="2021-01-01/2021-03-31", **grid)
     from rumi_xarray.stac import archive

@@ -95,7 +95,7 @@ class TableLoad:
     def local_plan(self, it: int, iy: int, ix: int) -> planning.LoadPlan:
         """Return the open-time plan of exactly the Items of one output chunk."""
         from rumi_xarray.sources import resolve
-        from rumi_xarray.stac.load import _bands
+        from rumi_xarray.stac.parse import select_bands
 
         t0, nt = sum(self.chunks[0][:it]), self.chunks[0][it]
         found = self.items(it, iy, ix)
@@ -115,7 +115,7 @@ class TableLoad:
             groups[k].sort(key=lambda u: (u.seconds, sources[u.source].item_id, u.step))
         band_index: list[tuple[int, ...]] = []
         if sources:
-            _, band_index = _bands(sources, list(self.bands))
+            _, band_index = select_bands(sources, list(self.bands))
         scenes = tuple(Scene(resolve.resolve(s.href, storage_options=dict(
             self.storage_options) or None), s.header, s.position) for s in sources)
         return planning.LoadPlan(

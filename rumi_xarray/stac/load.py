@@ -44,11 +44,12 @@ import xarray as xr
 
 from rumi_xarray.conventions import cf
 from rumi_xarray.conventions.bands import BandLabels
-from rumi_xarray.errors import RumiCatalogError, RumiCatalogKeyError
+from rumi_xarray.errors import RumiCatalogError
 from rumi_xarray.model.cube import Scene
 from rumi_xarray.stac import grid as grids
 from rumi_xarray.stac import plan as planning
 from rumi_xarray.stac.parse import StacSource, catalog_table, parse_items
+from rumi_xarray.stac.parse import select_bands as _bands
 
 VARIABLE = "band_data"
 #: CF attributes that pack or mask samples (xarray's decoder moves them to encoding).
@@ -325,38 +326,6 @@ def _decoded(ds: xr.Dataset, packing: Mapping[str, Any], *, eager: bool) -> xr.D
                                            decode_times=False, decode_timedelta=False)
     # dask data stay dask; numpy data come back lazily wrapped: load them, as asked
     return out.load() if eager else out
-
-
-def _bands(sources: Sequence[StacSource], wanted: str | Sequence[str] | None
-           ) -> tuple[list[str], list[tuple[int, ...]]]:
-    """Return output band names and, per source, the stored band of each."""
-    first = sources[0].labels
-    names = list(first.names) if wanted is None else (
-        [wanted] if isinstance(wanted, str) else [str(b) for b in wanted])
-    if not names:
-        raise RumiCatalogError("bands= names no band")
-    if len(set(names)) != len(names):
-        raise RumiCatalogError(f"bands= repeats a band: {names}")
-    index = []
-    for s in sources:
-        labels = s.labels
-        lookup: dict[str, int] = {}
-        for i, common in enumerate(labels.common_names):
-            if common:
-                lookup.setdefault(common, i)
-        for i, text in enumerate(labels.texts):
-            lookup[text] = i
-        for i, short in enumerate(labels.names):
-            lookup[short] = i
-        missing = [n for n in names if n not in lookup]
-        if missing:
-            raise RumiCatalogKeyError(
-                f"{s.describe()} has no band {', '.join(map(repr, missing))}; its bands: "
-                f"{list(labels.names)}")
-        index.append(tuple(lookup[n] for n in names))
-        if len(set(index[-1])) != len(names):
-            raise RumiCatalogError(f"bands= names one band of {s.describe()} twice: {names}")
-    return names, index
 
 
 def _open_shared(sources: Sequence[StacSource], groups: Sequence[Sequence[planning.Unit]],

@@ -21,7 +21,7 @@ import binascii
 import json
 import math
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urljoin
@@ -579,3 +579,55 @@ def catalog_table(sources: Iterable[StacSource]) -> pd.DataFrame:
                         s.stored_transform, s.epsg, s.pixel_is_point, s.facts)
             for s in sources]
     return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+def select_bands(sources: Sequence[StacSource], wanted: str | Sequence[str] | None
+                 ) -> tuple[list[str], list[tuple[int, ...]]]:
+    """Return output band names and, per source, the stored band of each.
+
+    Parameters
+    ----------
+    sources : sequence of StacSource
+    wanted : str, sequence of str or None
+        By short name, stored text or STAC common name; None: the first
+        source's bands.
+
+    Returns
+    -------
+    tuple
+        The names, and per source the stored band index of each name.
+
+    Raises
+    ------
+    RumiCatalogError
+        No band, or a band named twice.
+    RumiCatalogKeyError
+        A source lacks a band (naming it).
+    """
+    first = sources[0].labels
+    names = list(first.names) if wanted is None else (
+        [wanted] if isinstance(wanted, str) else [str(b) for b in wanted])
+    if not names:
+        raise RumiCatalogError("bands= names no band")
+    if len(set(names)) != len(names):
+        raise RumiCatalogError(f"bands= repeats a band: {names}")
+    index = []
+    for s in sources:
+        labels = s.labels
+        lookup: dict[str, int] = {}
+        for i, common in enumerate(labels.common_names):
+            if common:
+                lookup.setdefault(common, i)
+        for i, text in enumerate(labels.texts):
+            lookup[text] = i
+        for i, short in enumerate(labels.names):
+            lookup[short] = i
+        missing = [n for n in names if n not in lookup]
+        if missing:
+            raise RumiCatalogKeyError(
+                f"{s.describe()} has no band {', '.join(map(repr, missing))}; its bands: "
+                f"{list(labels.names)}")
+        index.append(tuple(lookup[n] for n in names))
+        if len(set(index[-1])) != len(names):
+            raise RumiCatalogError(f"bands= names one band of {s.describe()} twice: {names}")
+    return names, index

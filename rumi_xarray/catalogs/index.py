@@ -30,7 +30,6 @@ lists it; nothing is rewritten. A file rewritten after an open is noticed
 from __future__ import annotations
 
 import datetime as dt
-import os
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
@@ -117,9 +116,8 @@ class TableIndex:
     Parameters
     ----------
     url : str
-        The table as the user named it (for messages; credentials redacted).
-    protocol_url : str
-        What fsspec opens (the same URL).
+        The table as the user named it: what fsspec opens (and, redacted, what
+        messages name).
     files : tuple of str
         Paths of the Parquet files on their filesystem.
     groups : tuple of Group
@@ -128,6 +126,8 @@ class TableIndex:
     scenes : int
     reference : Reference
     storage_options : dict
+    local : bool
+        The files are local paths (pyarrow reads them directly).
     """
 
     def __init__(self, url: str, files: tuple[str, ...], groups: tuple[Group, ...],
@@ -567,7 +567,7 @@ class _Rows:
 
 _cache: OrderedDict[tuple[Any, ...], _Rows] = OrderedDict()
 _cache_lock = threading.Lock()
-#: Row groups read by this process, for tests and ``rx.stats``-like checks.
+#: Row groups (and their rows) this process has read for tasks, since it started.
 GROUP_READS = {"groups": 0, "rows": 0}
 
 
@@ -719,8 +719,3 @@ class TableScenes(Sequence[Scene]):
 
     def __repr__(self) -> str:
         return f"TableScenes({self.table.name()}, {len(self)} scenes)"
-
-
-def is_table_path(table: Any) -> bool:
-    """Return whether ``open_catalog`` was given a table to read (not rows in memory)."""
-    return isinstance(table, (str, os.PathLike))

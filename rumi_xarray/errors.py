@@ -59,7 +59,7 @@ class RumiError(Exception):
 
     source: str | None = None
     selection: str | None = None
-    row: int | None = None
+    row: int | str | None = None
 
 
 class RumiIOError(RumiError, OSError):
@@ -228,7 +228,7 @@ _BY_BUILTIN: tuple[tuple[type[BaseException], type[RumiError]], ...] = (
 
 
 def with_context(exc: BaseException, context: str, *, source: str | None = None,
-                 selection: str | None = None, row: int | None = None,
+                 selection: str | None = None, row: int | str | None = None,
                  kind: type[RumiError] | None = None) -> RumiError:
     """Return ``exc`` as a :class:`RumiError` with ``context`` in front of its message.
 

@@ -37,6 +37,9 @@ class Explanation:
     ranges : int
         Byte ranges planned (the transport coalesces neighbours into fewer
         requests).
+    tables : tuple of str
+        For cubes over catalog tables on disk: what opening read from each
+        table, what it left there, and that tasks read their own rows.
     """
 
     calls: int
@@ -45,11 +48,13 @@ class Explanation:
     compressed_bytes: int
     decoded_bytes: int
     ranges: int
+    tables: tuple[str, ...] = ()
 
     def __str__(self) -> str:
-        return (f"{self.calls} native read call(s), {self.items} window(s), {self.frames} "
+        text = (f"{self.calls} native read call(s), {self.items} window(s), {self.frames} "
                 f"frame(s): {human_size(self.compressed_bytes)} compressed in {self.ranges} "
                 f"range(s) -> {human_size(self.decoded_bytes)} decoded")
+        return "\n".join((text, *self.tables))
 
 
 def explain(obj: xr.Dataset | xr.DataArray) -> Explanation:
@@ -83,8 +88,10 @@ def explain(obj: xr.Dataset | xr.DataArray) -> Explanation:
                 frames += len(ranges)
                 nranges += len(ranges)
                 compressed += sum(length for _, length in ranges)
+    tables = tuple(dict.fromkeys(cost for array, _ in planned
+                                 if (cost := getattr(array.cube.scenes, "cost", ""))))
     return Explanation(calls=calls, items=items, frames=frames, compressed_bytes=compressed,
-                       decoded_bytes=decoded, ranges=nranges)
+                       decoded_bytes=decoded, ranges=nranges, tables=tables)
 
 
 def _reads(obj: xr.Dataset | xr.DataArray) -> list[tuple[Any, Any]]:

@@ -21,7 +21,7 @@ import binascii
 import json
 import math
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urljoin
@@ -126,7 +126,7 @@ class StacSource:
 # --- inputs -> Item dictionaries ----------------------------------------------------
 
 
-def item_dicts(items: Any) -> list[dict[str, Any]]:
+def item_dicts(items: Any, search: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
     """Return STAC Item dictionaries, hrefs made absolute, from any accepted input.
 
     Parameters
@@ -139,8 +139,60 @@ def item_dicts(items: Any) -> list[dict[str, Any]]:
     -------
     list of dict
     """
+    search = {k: v for k, v in dict(search or {}).items() if v is not None}
     if isinstance(items, (str, os.PathLike)):
-        return _from_file(os.fspath(items))
+        return _from_file(os.fspath(items), search)
+    if _is_arrow_table(items):
+        from rumi_xarray.stac.geoparquet import read_geoparquet
+
+        return read_geoparquet(items, **search)
+    found = _item_dicts(items)
+    return [d for d in found if _matches(d, search)] if search else found
+
+
+def _matches(item: Mapping[str, Any], search: Mapping[str, Any]) -> bool:
+    """Apply ``datetime=`` and ``query=`` to an Item given as a dict (a table filters itself)."""
+    import pandas as pd
+
+    from rumi_xarray.stac.geoparquet import _OPS, datetime_bounds
+
+    props = item.get("properties") or {}
+    if search.get("datetime") is not None:
+        lo, hi = datetime_bounds(search["datetime"])
+
+        def when(key: str) -> Any:
+            value = props.get(key)
+            if value is None:
+                return None
+            t = pd.Timestamp(value)
+            return t.tz_localize("UTC") if t.tzinfo is None else t.tz_convert("UTC")
+
+        start = when("start_datetime") or when("datetime")
+        end = when("end_datetime") or when("datetime")
+        if start is None or end is None:
+            return False
+        if (lo is not None and end < lo) or (hi is not None and start > hi):
+            return False
+    for prop, conditions in dict(search.get("query") or {}).items():
+        value = props.get(prop)
+        if not isinstance(conditions, Mapping):
+            conditions = {"eq": conditions}
+        for op, want in conditions.items():
+            if op == "in":
+                ok = value in list(want)
+            elif op in _OPS:
+                ok = value is not None and bool(getattr(value, _OPS[op])(want))
+            else:
+                raise RumiCatalogError(f"query= operator {op!r} is not one of "
+                                       f"{sorted([*_OPS, 'in'])}")
+            if not ok:
+                return False
+    return True
+
+
+def _item_dicts(items: Any) -> list[dict[str, Any]]:
+    if isinstance(items, (str, os.PathLike)):
+        return _from_file(os.fspath(items), {})
     if isinstance(items, Mapping):
         if items.get("type") == "FeatureCollection":
             return [_with_absolute_hrefs(dict(f)) for f in items.get("features", [])]
@@ -169,18 +221,18 @@ def _is_arrow_table(obj: Any) -> bool:
     return type(obj).__module__.startswith("pyarrow") and hasattr(obj, "schema")
 
 
-def _from_file(path: str) -> list[dict[str, Any]]:
+def _from_file(path: str, search: Mapping[str, Any]) -> list[dict[str, Any]]:
     lowered = path.split("?", 1)[0].lower()
-    if lowered.endswith(tuple(_suffixes())):
+    if lowered.endswith(tuple(_suffixes())) or (os.path.isdir(path) and "://" not in path):
         from rumi_xarray.stac.geoparquet import read_geoparquet
 
-        return read_geoparquet(path)
+        return read_geoparquet(path, **search)
     if lowered.endswith((".json", ".geojson")):
         import fsspec
 
         with fsspec.open(path, "rt", encoding="utf-8") as f:
             content = json.load(f)
-        found = item_dicts(content)
+        found = item_dicts(content, {k: v for k, v in search.items() if k != "bbox"})
         base = path if "://" in path else os.path.abspath(path)
         for item in found:
             for asset in (item.get("assets") or {}).values():
@@ -230,8 +282,8 @@ def _absolute(href: str) -> bool:
 # --- Item dictionaries -> sources -----------------------------------------------------
 
 
-def parse_items(items: Any, storage_options: dict[str, Any] | None = None
-                ) -> list[StacSource]:
+def parse_items(items: Any, storage_options: dict[str, Any] | None = None,
+                search: Mapping[str, Any] | None = None) -> list[StacSource]:
     """Return the Rumi source of every Item.
 
     Parameters
@@ -239,7 +291,13 @@ def parse_items(items: Any, storage_options: dict[str, Any] | None = None
     items : any accepted input
         See :func:`item_dicts`.
     storage_options : dict, optional
-        fsspec options, for the metadata read of Items without a header.
+        fsspec options, for the metadata read of Items without a header (and
+        for a remote table).
+    search : mapping, optional
+        ``bbox``, ``datetime``, ``query`` selections: pushed down to the
+        Parquet reader for a stac-geoparquet table (row groups that cannot
+        match are never read); ``datetime`` and ``query`` applied to Items
+        given otherwise.
 
     Returns
     -------
@@ -254,9 +312,14 @@ def parse_items(items: Any, storage_options: dict[str, Any] | None = None
     RumiCatalogKeyError
         An Item without a Rumi asset.
     """
-    plain = item_dicts(items)
+    search = dict(search or {})
+    if storage_options and isinstance(items, (str, os.PathLike)):
+        search["storage_options"] = storage_options
+    plain = item_dicts(items, search)
     if not plain:
-        raise RumiCatalogError("no STAC items to load (the search or table is empty)")
+        raise RumiCatalogError("no STAC items to load (the search or table is empty"
+                               + (", or none matches bbox=/datetime=/query=)" if search
+                                  else ")"))
     return [parse_item(d, i, storage_options) for i, d in enumerate(plain)]
 
 
@@ -542,3 +605,55 @@ def catalog_table(sources: Iterable[StacSource]) -> pd.DataFrame:
                         *_file_grid(s), s.pixel_is_point, {**s.facts, **_grid_facts(s)})
             for s in sources]
     return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+def select_bands(sources: Sequence[StacSource], wanted: str | Sequence[str] | None
+                 ) -> tuple[list[str], list[tuple[int, ...]]]:
+    """Return output band names and, per source, the stored band of each.
+
+    Parameters
+    ----------
+    sources : sequence of StacSource
+    wanted : str, sequence of str or None
+        By short name, stored text or STAC common name; None: the first
+        source's bands.
+
+    Returns
+    -------
+    tuple
+        The names, and per source the stored band index of each name.
+
+    Raises
+    ------
+    RumiCatalogError
+        No band, or a band named twice.
+    RumiCatalogKeyError
+        A source lacks a band (naming it).
+    """
+    first = sources[0].labels
+    names = list(first.names) if wanted is None else (
+        [wanted] if isinstance(wanted, str) else [str(b) for b in wanted])
+    if not names:
+        raise RumiCatalogError("bands= names no band")
+    if len(set(names)) != len(names):
+        raise RumiCatalogError(f"bands= repeats a band: {names}")
+    index = []
+    for s in sources:
+        labels = s.labels
+        lookup: dict[str, int] = {}
+        for i, common in enumerate(labels.common_names):
+            if common:
+                lookup.setdefault(common, i)
+        for i, text in enumerate(labels.texts):
+            lookup[text] = i
+        for i, short in enumerate(labels.names):
+            lookup[short] = i
+        missing = [n for n in names if n not in lookup]
+        if missing:
+            raise RumiCatalogKeyError(
+                f"{s.describe()} has no band {', '.join(map(repr, missing))}; its bands: "
+                f"{list(labels.names)}")
+        index.append(tuple(lookup[n] for n in names))
+        if len(set(index[-1])) != len(names):
+            raise RumiCatalogError(f"bands= names one band of {s.describe()} twice: {names}")
+    return names, index

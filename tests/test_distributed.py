@@ -5,6 +5,7 @@ scheduler plus two workers started as processes of their own (``dask scheduler``
 from __future__ import annotations
 
 import math
+import os
 import subprocess
 import sys
 import time
@@ -137,12 +138,18 @@ class SeparateCluster:
                 self.stop()
                 raise RuntimeError(f"dask scheduler did not start: {self.log('scheduler')}")
             time.sleep(0.1)
+        # Tests may hand workers objects of the test package (an fsspec filesystem that
+        # counts reads): the workers import it from this checkout, as a user's workers
+        # import the user's own modules.
+        env = dict(os.environ)
+        root = str(Path(__file__).resolve().parents[1])
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
         for i in range(2):
             self.procs.append(subprocess.Popen(
                 [dask_cli, "worker", "--scheduler-file", str(self.scheduler_file),
                  "--host", "127.0.0.1", "--nthreads", "2", "--no-dashboard",
                  "--memory-limit", str(self.MEMORY_LIMIT), "--name", f"worker{i}"],
-                stdout=logs[i + 1], stderr=logs[i + 1]))
+                stdout=logs[i + 1], stderr=logs[i + 1], env=env))
         return self
 
     def log(self, name: str) -> str:

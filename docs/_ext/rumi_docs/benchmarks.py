@@ -51,6 +51,17 @@ def _command(root: Path, report: str) -> tuple[str, str]:
     return match.group(1), match.group(2) or "?"
 
 
+def _machine_of_run(root: Path) -> str:
+    """Return the machine ``latest-final.json`` records, for reports that record none.
+
+    The text reports (stac, cluster, open_speed, sparse) were run and committed in one
+    step with it (commit 0f824b7, "final runs ... on a quiet machine").
+    """
+    meta = json.loads((root / RESULTS / "latest-final.json").read_text())["meta"]
+    return (f"machine as recorded by latest-final.json of the same series: {meta['cpus']} "
+            f"CPUs, {meta['platform']}, Python {meta['python']}")
+
+
 def _stamp(fig: Figure, source: Source) -> None:
     """Print the results file, command and machine under the plot."""
     fig.text(0.005, 0.005, f"{source.results}  |  {source.command}  |  commit {source.commit}"
@@ -65,7 +76,7 @@ def _hbars(ax: Any, labels: list[str], values: list[float], colours: list[str],
     if log:
         ax.set_xscale("log")
     top = max(v for v in values if v > 0)
-    ax.set_xlim(right=top * (8 if log else 1.6))
+    ax.set_xlim(right=top * (8 if log else 1.8))
     for yi, value, note in zip(y, values, notes, strict=True):
         ax.text(value * (1.08 if log else 1) + (0 if log else top * 0.02), yi,
                 f"{value:.3g} {unit}{note}", va="center", fontsize=7)
@@ -153,40 +164,46 @@ def run_page(root: Path, out: Path) -> str:
         images.append((f"{_WORKLOAD[workload]}, speed-up over Zarr and GeoTIFF",
                        _save(fig, out, f"run-{workload}-peers")))
 
-    # Requests and time over latency (HTTP without and with 20 ms per request).
+    # Requests and time over latency: each reader's bars at every latency the run served.
     latencies = [(p, int(p.partition("+")[2].removesuffix("ms") or 0))
                  for p in where if p.startswith("http")]
-    if latencies:
-        for workload in workloads:
-            fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.4))
-            readers = {r["reader"]: r["label"] for r in rows if r["workload"] == workload}
-            for reader, label in readers.items():
-                points = [(ms, r) for place, ms in latencies for r in rows
-                          if r["where"] == place and r["workload"] == workload
-                          and r["reader"] == reader]
-                xs = [ms for ms, _ in points]
-                style = {"color": _colour(reader), "marker": "o", "lw": 1.2, "alpha": 0.85}
-                left.plot(xs, [r["requests_median"] for _, r in points], label=label, **style)
-                right.plot(xs, [r["median"] for _, r in points], label=label, **style)
-                last_ms, last = points[-1]
-                left.annotate(f"{last['requests_median']:g}", (last_ms, last["requests_median"]),
-                              fontsize=6.5, xytext=(4, 0), textcoords="offset points")
-                right.annotate(f"{last['median']:.2f} s", (last_ms, last["median"]),
-                               fontsize=6.5, xytext=(4, 0), textcoords="offset points")
-            for ax, what in ((left, "requests per run (open included)"),
-                             (right, "seconds (median)")):
-                ax.set_yscale("log")
-                ax.set_xticks([ms for _, ms in latencies])
-                ax.set_xlabel("latency the HTTP server adds to each request (ms)", fontsize=8)
-                ax.set_ylabel(what, fontsize=8)
-                ax.tick_params(labelsize=7)
-            right.legend(fontsize=6.5, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-            fig.suptitle(f"{_WORKLOAD[workload]} over HTTP: requests and time as latency grows",
-                         fontsize=11)
-            fig.tight_layout(rect=(0, 0.06, 1, 1))
-            _stamp(fig, source)
-            images.append((f"{_WORKLOAD[workload]}: requests and time over latency",
-                           _save(fig, out, f"run-{workload}-latency")))
+    shades = ["#9ecae1", "#08519c", "#08306b"]
+    for workload in workloads:
+        if not latencies:
+            break
+        readers = list({r["reader"]: r["label"] for r in rows
+                        if r["workload"] == workload}.items())
+        fig, axes = plt.subplots(1, 2, figsize=(11, 0.55 * len(readers) + 1.6))
+        height = 0.8 / len(latencies)
+        for ax, key, unit in ((axes[0], "requests_median", "requests"),
+                              (axes[1], "median", "s")):
+            for k, (place, ms) in enumerate(latencies):
+                cell = {r["reader"]: r for r in rows
+                        if r["where"] == place and r["workload"] == workload}
+                y = [len(readers) - 1 - i + 0.4 - (k + 0.5) * height
+                     for i in range(len(readers))]
+                values = [cell[reader][key] for reader, _ in readers]
+                ax.barh(y, values, height=height * 0.95, color=shades[k % len(shades)],
+                        label=f"{ms} ms per request")
+                for yi, value in zip(y, values, strict=True):
+                    ax.text(value * 1.08, yi, f"{value:.3g}" + (" s" if unit == "s" else ""),
+                            va="center", fontsize=6.5)
+            ax.set_xscale("log")
+            ax.set_xlim(right=max(r[key] for r in rows if r["where"] != "local") * 6)
+            ax.set_yticks(range(len(readers))[::-1], [label for _, label in readers],
+                          fontsize=7.5)
+            ax.set_xlabel("requests per run (open included)" if unit == "requests"
+                          else "seconds (median)", fontsize=8)
+            ax.tick_params(axis="x", labelsize=7)
+        axes[0].legend(fontsize=7, loc="lower right", title="HTTP server latency",
+                       title_fontsize=7)
+        axes[1].set_yticks([])
+        fig.suptitle(f"{_WORKLOAD[workload]} over HTTP: requests and time as latency grows",
+                     fontsize=11)
+        fig.tight_layout(rect=(0, 0.07, 1, 1))
+        _stamp(fig, source)
+        images.append((f"{_WORKLOAD[workload]}: requests and time over latency",
+                       _save(fig, out, f"run-{workload}-latency")))
 
     spec = data["meta"]["spec"]
     intro = (f"`benchmarks/run.py` reads one cube of {spec['times']} dates x {spec['bands']} "
@@ -212,7 +229,8 @@ def sparse_page(root: Path, out: Path) -> str:
     data = json.loads((root / results).read_text())
     command, commit = _command(root, report)
     machine = (root / report).read_text().splitlines()[2].partition("; ")[2]
-    source = Source(results, report, command, commit, f"recorded: {machine}")
+    source = Source(results, report, command, commit,
+                    f"recorded: {machine}; {_machine_of_run(root)}")
     keys = [k.split(" | ") for k in data]
     places = list(dict.fromkeys(k[0] for k in keys))
     workloads = list(dict.fromkeys(k[2] for k in keys))
@@ -267,7 +285,8 @@ def stac_page(root: Path, out: Path) -> str:
     text = (root / report).read_text()
     command, commit = _command(root, report)
     setting = next(line for line in text.splitlines() if line.startswith("STAC loads"))
-    source = Source(report, report, command, commit, f"recorded: {setting}")
+    source = Source(report, report, command, commit,
+                    f"recorded: {setting}; {_machine_of_run(root)}")
     rows = _table_rows(text)
     workloads = list(dict.fromkeys(r[0] for r in rows))
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
@@ -302,7 +321,8 @@ def cluster_page(root: Path, out: Path) -> str:
     text = (root / report).read_text()
     command, commit = _command(root, report)
     setting = next(line for line in text.splitlines() if line.startswith("time mean on"))
-    source = Source(report, report, command, commit, f"recorded: {setting.rstrip(':')}")
+    source = Source(report, report, command, commit,
+                    f"recorded: {setting.rstrip(':')}; {_machine_of_run(root)}")
     rows = [m.groups() for m in map(_SECONDS.match, text.splitlines()) if m]
     fig, ax = plt.subplots(figsize=(8, 3.2))
     _hbars(ax, [r[0] for r in rows], [float(r[1]) for r in rows], [OURS] * len(rows),
@@ -326,23 +346,26 @@ def open_speed_page(root: Path, out: Path) -> str:
     report = f"{RESULTS}/latest-open_speed.txt"
     text = (root / report).read_text()
     command, commit = _command(root, report)
-    source = Source(report, report, command, commit, "recorded: the client process, no I/O")
+    source = Source(report, report, command, commit,
+                    f"recorded: times on the client; {_machine_of_run(root)}")
     rows = [[float(v) for v in m.groups()] for m in map(_OPEN.match, text.splitlines()) if m]
-    fig, ax = plt.subplots(figsize=(7.5, 4))
-    scenes = [r[0] for r in rows]
-    for k, label in ((1, "open lazy"), (2, "open, chunks={}"), (4, "plan a window mean"),
-                     (5, "explain()")):
-        ax.plot(scenes, [r[k] for r in rows], marker="o", label=label)
-        ax.annotate(f"{rows[-1][k]:g} s", (scenes[-1], rows[-1][k]), fontsize=7,
-                    xytext=(4, 0), textcoords="offset points")
+    steps = ((1, "open lazy"), (2, "open, chunks={}"), (3, "build a window mean"),
+             (4, "plan it"), (5, "explain()"))
+    fig, ax = plt.subplots(figsize=(8, 0.5 * len(rows) * len(steps) + 1.4))
+    height = 0.8 / len(steps)
+    for k, (column, label) in enumerate(steps):
+        y = [len(rows) - 1 - i + 0.4 - (k + 0.5) * height for i in range(len(rows))]
+        values = [r[column] for r in rows]
+        ax.barh(y, values, height=height * 0.95, label=label)
+        for yi, value in zip(y, values, strict=True):
+            ax.text(value * 1.08, yi, f"{value:g} s", va="center", fontsize=6.5)
     ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xticks(scenes, [f"{int(s):,}" for s in scenes])
-    ax.set_xlabel("scenes in the catalog", fontsize=8)
-    ax.set_ylabel("seconds", fontsize=8)
-    ax.legend(fontsize=7)
+    ax.set_xlim(right=max(max(r[1:]) for r in rows) * 5)
+    ax.set_yticks(range(len(rows))[::-1], [f"{int(r[0]):,} scenes" for r in rows], fontsize=8)
+    ax.set_xlabel("seconds", fontsize=8)
+    ax.legend(fontsize=7, loc="lower right")
     ax.set_title("Opening and planning a catalog cube, by size", fontsize=10)
-    fig.tight_layout(rect=(0, 0.08, 1, 1))
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
     _stamp(fig, source)
     intro = ("`benchmarks/open_speed.py` opens catalog cubes of growing size (no request at "
              "open) and builds and plans a window mean over them, on the client.")
@@ -378,12 +401,15 @@ PAGES: dict[str, tuple[str, Callable[[Path, Path], str]]] = {
 }
 
 
-def write(root: Path, docs: Path) -> None:
-    """Write ``benchmarks/generated/``: one page and its plots per benchmark with results."""
+def write(root: Path, docs: Path, only: set[str] | None = None) -> None:
+    """Write ``benchmarks/generated/``: one page and its plots per benchmark with results.
+
+    ``only`` limits the pages to those names (the tests draw one page at a time).
+    """
     out = docs / "benchmarks" / "generated"
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     plt.rcParams.update({"figure.dpi": 110, "font.size": 8})
     for name, (needed, make) in PAGES.items():
-        if (root / RESULTS / needed).is_file():
+        if (only is None or name in only) and (root / RESULTS / needed).is_file():
             (out / f"{name}.md").write_text(make(root, out))

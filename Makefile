@@ -90,7 +90,7 @@ fuzz: $(STAMP)
 
 # ruff, then mypy with the settings of [tool.mypy] in pyproject.toml.
 lint: $(STAMP)
-	$(VENV)/bin/ruff check rumi_xarray tests benchmarks notebooks tools
+	$(VENV)/bin/ruff check rumi_xarray tests benchmarks notebooks tools docs
 	$(VENV)/bin/mypy rumi_xarray
 
 # The suite against the oldest versions pyproject.toml declares (every `>=` floor of the

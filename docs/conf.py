@@ -23,7 +23,7 @@ import rumi_xarray  # noqa: E402
 
 project = "rumi_xarray"
 author = "the rumi_xarray developers"
-copyright = "the rumi_xarray developers"  # noqa: A001
+copyright = "the rumi_xarray developers"
 release = rumi_xarray.__version__
 version = release
 

@@ -98,8 +98,8 @@ def _module_page(module_name: str) -> str | None:
     body = "\n".join(f".. autofunction:: {n}" if callable(getattr(module, n))
                      and not isinstance(getattr(module, n), type)
                      else f".. autoclass:: {n}\n   :members:" for n in sorted(names))
-    return (f"# {module_name}\n\n```{{eval-rst}}\n.. automodule:: {module_name}\n   :no-members:\n\n"
-            f".. currentmodule:: {module_name}\n\n{body}\n```\n")
+    return (f"# {module_name}\n\n```{{eval-rst}}\n.. automodule:: {module_name}\n"
+            f"   :no-members:\n\n.. currentmodule:: {module_name}\n\n{body}\n```\n")
 
 
 def write(root: Path, docs: Path) -> None:

@@ -20,8 +20,8 @@ from typing import Any
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
 
 RESULTS = Path("benchmarks/results")
 #: Bar colours: the engine, our readers, the peers.
@@ -38,9 +38,6 @@ class Source:
     command: str
     commit: str
     machine: str
-
-    def caption(self) -> str:
-        return f"{self.results} · `{self.command}` · commit {self.commit} · {self.machine}"
 
 
 def _command(root: Path, report: str) -> tuple[str, str]:
@@ -84,7 +81,12 @@ def _hbars(ax: Any, labels: list[str], values: list[float], colours: list[str],
     ax.tick_params(axis="x", labelsize=7)
 
 
-def _save(fig: Figure, out: Path, name: str) -> str:
+def _finish(fig: Figure, source: Source, title: str, out: Path, name: str,
+            bottom: float = 0.06) -> str:
+    """Title the figure, stamp its source under it, save it as ``name``.png; return the file."""
+    fig.suptitle(title, fontsize=11)
+    fig.tight_layout(rect=(0, bottom, 1, 1))
+    _stamp(fig, source)
     fig.savefig(out / f"{name}.png", dpi=110)
     plt.close(fig)
     return f"{name}.png"
@@ -115,7 +117,7 @@ def _colour(reader: str) -> str:
 
 
 def run_page(root: Path, out: Path) -> str:
-    """Plots of ``benchmarks/run.py``'s final results; return the page."""
+    """Draw the plots of ``benchmarks/run.py``'s final results; return the page."""
     data, source = _run_source(root)
     rows = [r for r in data["results"] if r["ok"]]
     where = [w for w in _WHERE if any(r["where"] == w for r in rows)]
@@ -130,11 +132,9 @@ def run_page(root: Path, out: Path) -> str:
                    [_colour(r["reader"]) for r in cell],
                    [f"  {r['median'] / engine:.2f}x engine" for r in cell], "s")
             ax.set_title(_WHERE[place], fontsize=10)
-        fig.suptitle(f"{_WORKLOAD[workload]}: time per reader, ratio to one rumi.read",
-                     fontsize=11)
-        fig.tight_layout(rect=(0, 0.06, 1, 1))
-        _stamp(fig, source)
-        images.append((f"{_WORKLOAD[workload]}, every reader", _save(fig, out, f"run-{workload}")))
+        images.append((f"{_WORKLOAD[workload]}, every reader", _finish(
+            fig, source, f"{_WORKLOAD[workload]}: time per reader, ratio to one rumi.read",
+            out, f"run-{workload}")))
 
         # Speed-up of each Rumi reader over the peers: peer time / reader time.
         fig, axes = plt.subplots(1, len(where), figsize=(4.6 * len(where), 4.0), squeeze=False)
@@ -157,12 +157,9 @@ def run_page(root: Path, out: Path) -> str:
             ax.set_xlabel("speed-up (> 1: faster than the peer)", fontsize=8)
             ax.tick_params(axis="x", labelsize=7)
         axes[0][0].legend(fontsize=7, loc="lower right")
-        fig.suptitle(f"{_WORKLOAD[workload]}: Rumi readers against Zarr v3 and GeoTIFF",
-                     fontsize=11)
-        fig.tight_layout(rect=(0, 0.06, 1, 1))
-        _stamp(fig, source)
-        images.append((f"{_WORKLOAD[workload]}, speed-up over Zarr and GeoTIFF",
-                       _save(fig, out, f"run-{workload}-peers")))
+        images.append((f"{_WORKLOAD[workload]}, speed-up over Zarr and GeoTIFF", _finish(
+            fig, source, f"{_WORKLOAD[workload]}: Rumi readers against Zarr v3 and GeoTIFF",
+            out, f"run-{workload}-peers")))
 
     # Requests and time over latency: each reader's bars at every latency the run served.
     latencies = [(p, int(p.partition("+")[2].removesuffix("ms") or 0))
@@ -198,12 +195,9 @@ def run_page(root: Path, out: Path) -> str:
         axes[0].legend(fontsize=7, loc="lower right", title="HTTP server latency",
                        title_fontsize=7)
         axes[1].set_yticks([])
-        fig.suptitle(f"{_WORKLOAD[workload]} over HTTP: requests and time as latency grows",
-                     fontsize=11)
-        fig.tight_layout(rect=(0, 0.07, 1, 1))
-        _stamp(fig, source)
-        images.append((f"{_WORKLOAD[workload]}: requests and time over latency",
-                       _save(fig, out, f"run-{workload}-latency")))
+        images.append((f"{_WORKLOAD[workload]}: requests and time over latency", _finish(
+            fig, source, f"{_WORKLOAD[workload]} over HTTP: requests and time as latency grows",
+            out, f"run-{workload}-latency", bottom=0.07)))
 
     spec = data["meta"]["spec"]
     intro = (f"`benchmarks/run.py` reads one cube of {spec['times']} dates x {spec['bands']} "
@@ -223,7 +217,7 @@ _SPARSE_LABELS = {"engine": "rumi.read (engine)", "lazy": "engine=\"rumi\", lazy
 
 
 def sparse_page(root: Path, out: Path) -> str:
-    """Plots of ``benchmarks/sparse_reads.py``'s results; return the page."""
+    """Draw the plots of ``benchmarks/sparse_reads.py``'s results; return the page."""
     results = f"{RESULTS}/latest-sparse.json"
     report = f"{RESULTS}/latest-sparse.txt"
     data = json.loads((root / results).read_text())
@@ -256,12 +250,10 @@ def sparse_page(root: Path, out: Path) -> str:
                 _hbars(ax, [_SPARSE_LABELS.get(r, r) for r in readers], times,
                        [_colour(r) for r in readers], notes, "s")
                 ax.set_title(f"{workload}, {place}", fontsize=9)
-        fig.suptitle(f"Sparse reads ({mode}): time per reader, ratio to the engine"
-                     + (" and requests" if any(p.startswith("http") for p in places) else ""),
-                     fontsize=11)
-        fig.tight_layout(rect=(0, 0.05, 1, 1))
-        _stamp(fig, source)
-        images.append((f"{mode}", _save(fig, out, f"sparse-{_slug(mode)}")))
+        title = (f"Sparse reads ({mode}): time per reader, ratio to the engine"
+                 + (" and requests" if any(p.startswith("http") for p in places) else ""))
+        images.append((f"{mode}", _finish(fig, source, title, out, f"sparse-{_slug(mode)}",
+                                          bottom=0.05)))
     intro = ("`benchmarks/sparse_reads.py` measures what a selection costs against the engine "
              "reading the same pixels: scattered points, pixel time series, chips and a full "
              "load, locally and over HTTP with 20 ms latency, back to back and after pauses "
@@ -279,14 +271,20 @@ def _table_rows(text: str) -> list[list[str]]:
     return [r for r in rows[2:] if r]  # header and rule first
 
 
-def stac_page(root: Path, out: Path) -> str:
-    """Plots of ``benchmarks/stac.py``'s report; return the page."""
-    report = f"{RESULTS}/latest-stac.txt"
+def _text_report(root: Path, name: str, setting: str | None) -> tuple[str, Source]:
+    """Return a text report and its source; ``setting`` starts the line saying how it ran."""
+    report = f"{RESULTS}/{name}"
     text = (root / report).read_text()
     command, commit = _command(root, report)
-    setting = next(line for line in text.splitlines() if line.startswith("STAC loads"))
-    source = Source(report, report, command, commit,
-                    f"recorded: {setting}; {_machine_of_run(root)}")
+    recorded = ("times on the client" if setting is None else
+                next(line for line in text.splitlines() if line.startswith(setting)).rstrip(":"))
+    return text, Source(report, report, command, commit,
+                        f"recorded: {recorded}; {_machine_of_run(root)}")
+
+
+def stac_page(root: Path, out: Path) -> str:
+    """Draw the plots of ``benchmarks/stac.py``'s report; return the page."""
+    text, source = _text_report(root, "latest-stac.txt", "STAC loads")
     rows = _table_rows(text)
     workloads = list(dict.fromkeys(r[0] for r in rows))
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
@@ -302,10 +300,9 @@ def stac_page(root: Path, out: Path) -> str:
         _hbars(ax, labels, values, colours, notes, what, log=log)
     left.set_title("time", fontsize=10)
     right.set_title("requests", fontsize=10)
-    fig.suptitle("rx.open_stac on Rumi Items against odc.stac.load on COGs", fontsize=11)
-    fig.tight_layout(rect=(0, 0.07, 1, 1))
-    _stamp(fig, source)
-    images = [("time and requests", _save(fig, out, "stac"))]
+    images = [("time and requests", _finish(
+        fig, source, "rx.open_stac on Rumi Items against odc.stac.load on COGs", out, "stac",
+        bottom=0.07))]
     intro = ("`benchmarks/stac.py` loads the same scenes through `rx.open_stac` (Rumi Items) "
              "and `odc.stac.load` (Cloud-Optimized GeoTIFFs) over HTTP with latency and checks "
              "that the values are identical.")
@@ -316,25 +313,19 @@ _SECONDS = re.compile(r"^\s+(\S+ chunks=\S+)\s+([0-9.]+) s\s+\(min ([0-9.]+)\)")
 
 
 def cluster_page(root: Path, out: Path) -> str:
-    """Plot of ``benchmarks/cluster.py``'s report; return the page."""
-    report = f"{RESULTS}/latest-cluster.txt"
-    text = (root / report).read_text()
-    command, commit = _command(root, report)
-    setting = next(line for line in text.splitlines() if line.startswith("time mean on"))
-    source = Source(report, report, command, commit,
-                    f"recorded: {setting.rstrip(':')}; {_machine_of_run(root)}")
+    """Draw the plot of ``benchmarks/cluster.py``'s report; return the page."""
+    text, source = _text_report(root, "latest-cluster.txt", "time mean on")
     rows = [m.groups() for m in map(_SECONDS.match, text.splitlines()) if m]
     fig, ax = plt.subplots(figsize=(8, 3.2))
     _hbars(ax, [r[0] for r in rows], [float(r[1]) for r in rows], [OURS] * len(rows),
            [f"  (min {r[2]} s)" for r in rows], "s")
-    ax.set_title("time mean on a LocalCluster: chunks={} against chunks=\"auto\"", fontsize=10)
-    fig.tight_layout(rect=(0, 0.12, 1, 1))
-    _stamp(fig, source)
+    image = _finish(fig, source, "time mean on a LocalCluster: chunks={} against "
+                    "chunks=\"auto\"", out, "cluster", bottom=0.12)
     intro = ("`benchmarks/cluster.py` computes a time mean on a `dask.distributed` "
              "LocalCluster with `chunks={}` and with `chunks=\"auto\"`, through "
              "`xr.open_dataset(engine=\"rumi\")` (xr) and `rx.open_dataset` (rx).")
     return _page("A time mean on a cluster (cluster.py)", intro, source,
-                 [("median of the runs", _save(fig, out, "cluster"))])
+                 [("median of the runs", image)])
 
 
 _OPEN = re.compile(r"^\s*(\d+) scenes: open lazy ([0-9.]+) s, chunks=\{\} ([0-9.]+) s.*"
@@ -342,12 +333,8 @@ _OPEN = re.compile(r"^\s*(\d+) scenes: open lazy ([0-9.]+) s, chunks=\{\} ([0-9.
 
 
 def open_speed_page(root: Path, out: Path) -> str:
-    """Plot of ``benchmarks/open_speed.py``'s report; return the page."""
-    report = f"{RESULTS}/latest-open_speed.txt"
-    text = (root / report).read_text()
-    command, commit = _command(root, report)
-    source = Source(report, report, command, commit,
-                    f"recorded: times on the client; {_machine_of_run(root)}")
+    """Draw the plot of ``benchmarks/open_speed.py``'s report; return the page."""
+    text, source = _text_report(root, "latest-open_speed.txt", None)
     rows = [[float(v) for v in m.groups()] for m in map(_OPEN.match, text.splitlines()) if m]
     steps = ((1, "open lazy"), (2, "open, chunks={}"), (3, "build a window mean"),
              (4, "plan it"), (5, "explain()"))
@@ -364,13 +351,12 @@ def open_speed_page(root: Path, out: Path) -> str:
     ax.set_yticks(range(len(rows))[::-1], [f"{int(r[0]):,} scenes" for r in rows], fontsize=8)
     ax.set_xlabel("seconds", fontsize=8)
     ax.legend(fontsize=7, loc="lower right")
-    ax.set_title("Opening and planning a catalog cube, by size", fontsize=10)
-    fig.tight_layout(rect=(0, 0.1, 1, 1))
-    _stamp(fig, source)
+    image = _finish(fig, source, "Opening and planning a catalog cube, by size", out,
+                    "open-speed", bottom=0.1)
     intro = ("`benchmarks/open_speed.py` opens catalog cubes of growing size (no request at "
              "open) and builds and plans a window mean over them, on the client.")
     return _page("Opening many scenes (open_speed.py)", intro, source,
-                 [("time by catalog size", _save(fig, out, "open-speed"))])
+                 [("time by catalog size", image)])
 
 
 # ---------------------------------------------------------------------------------------

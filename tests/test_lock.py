@@ -12,6 +12,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 from tools import lock, min_constraints
@@ -111,3 +112,15 @@ def test_min_constraints_keep_the_machine_pin_of_torch(tmp_path: Path) -> None:
     assert "xarray==2025.8.0" in lines  # other floors are untouched
     assert min_constraints.machine_pins(root / "requirements" / "pins.in") == {
         "torch": "2.13.0+cpu"}
+
+
+def test_readme_says_what_every_extra_enables() -> None:
+    # The first screen shows `pip install "rumi-xarray[...]"` with one line per extra.
+    readme = (ROOT / "README.md").read_text()
+    block = readme.split("<!-- install:start -->")[1].split("<!-- install:end -->")[0]
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]
+    lines = {re.match(r"- `\[([\w-]+)\]`: \S", line).group(1) for line in block.splitlines()
+             if re.match(r"- `\[([\w-]+)\]`: \S", line)}
+    assert lines == set(extras), (sorted(set(extras) - lines), sorted(lines - set(extras)))
+    assert 'pip install "rumi-xarray[' in block

@@ -9,9 +9,11 @@ STAMP_CORE := $(VENV)/.installed-core
 # Every install takes its versions from the lock (`make lock` writes it from pyproject.toml):
 # one candidate per package, so pip's resolver has nothing to search (without it, it
 # backtracked through the aiobotocore/botocore/boto3/moto pins for minutes). Not quiet:
-# pip prints each package it collects and its download progress.
+# pip prints each package it collects and its download progress. --no-compile: byte-compiling
+# every module of ~200 packages at install cost more CPU than the rest of the install (67 s
+# against 29 s of CPU for the test environment, issue 25); Python compiles what is imported.
 LOCK := requirements/lock.txt
-PIP_INSTALL := $(PY) -m pip install --progress-bar on -c $(LOCK)
+PIP_INSTALL := $(PY) -m pip install --progress-bar on --no-compile -c $(LOCK)
 
 .PHONY: demo test test-min bench fuzz lint env clean lock docs
 
@@ -109,7 +111,7 @@ $(STAMP_MIN): pyproject.toml tools/min_constraints.py requirements/pins.in
 	@echo "==> [setup-min 2/3] pinning every declared floor (tools/min_constraints.py)"
 	$(PYTHON) tools/min_constraints.py pyproject.toml > $(VENV_MIN)/constraints.txt
 	@echo "==> [setup-min 3/3] installing the test extra at those floors (not from $(LOCK))"
-	$(VENV_MIN)/bin/python -m pip install --progress-bar on -c $(VENV_MIN)/constraints.txt \
+	$(VENV_MIN)/bin/python -m pip install --progress-bar on --no-compile -c $(VENV_MIN)/constraints.txt \
 		-e '.[test]'
 	touch $(STAMP_MIN)
 

@@ -46,7 +46,7 @@ $(STAMP_DOCS): $(STAMP_CORE)
 DOCS_HTML := docs/_build/html
 docs: $(STAMP_DOCS)
 	@echo "==> [docs 1/2] building the site into $(DOCS_HTML) with Sphinx"
-	$(PY) -m sphinx -W --keep-going -n -q -b html docs $(DOCS_HTML)
+	$(PY) -m sphinx -W --keep-going -n -b html docs $(DOCS_HTML)
 	@echo "==> [docs 2/2] checking the built pages"
 	$(PY) tools/check_docs.py $(if $(DOCS_SCREENSHOTS),--screenshots $(DOCS_SCREENSHOTS)) $(DOCS_HTML)
 

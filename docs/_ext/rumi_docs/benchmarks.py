@@ -81,9 +81,16 @@ def _hbars(ax: Any, labels: list[str], values: list[float], colours: list[str],
     ax.tick_params(axis="x", labelsize=7)
 
 
+#: Whether ``_finish`` lays out and saves figures (``write(draw=False)``: pages only).
+_DRAW = {"on": True}
+
+
 def _finish(fig: Figure, source: Source, title: str, out: Path, name: str,
             bottom: float = 0.06) -> str:
     """Title the figure, stamp its source under it, save it as ``name``.png; return the file."""
+    if not _DRAW["on"]:
+        plt.close(fig)
+        return f"{name}.png"
     fig.suptitle(title, fontsize=11)
     fig.tight_layout(rect=(0, bottom, 1, 1))
     _stamp(fig, source)
@@ -387,11 +394,13 @@ PAGES: dict[str, tuple[str, Callable[[Path, Path], str]]] = {
 }
 
 
-def write(root: Path, docs: Path, only: set[str] | None = None) -> None:
+def write(root: Path, docs: Path, only: set[str] | None = None, draw: bool = True) -> None:
     """Write ``benchmarks/generated/``: one page and its plots per benchmark with results.
 
-    ``only`` limits the pages to those names (the tests draw one page at a time).
+    ``only`` limits the pages to those names and ``draw=False`` writes the pages without
+    rendering their plots (tests of the pages' text).
     """
+    _DRAW["on"] = draw
     out = docs / "benchmarks" / "generated"
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)

@@ -16,19 +16,25 @@ from __future__ import annotations
 import errno as errno_codes
 
 __all__ = [
+    "RumiArgumentError",
+    "RumiArgumentTypeError",
+    "RumiCRSMismatchError",
     "RumiCatalogError",
     "RumiCatalogKeyError",
+    "RumiChecksumError",
     "RumiError",
     "RumiFileChangedError",
     "RumiFileNotFoundError",
     "RumiFormatError",
     "RumiIOError",
+    "RumiInternalError",
     "RumiMemoryError",
     "RumiSelectionError",
     "RumiSettingsError",
     "RumiSettingsValueError",
     "RumiSourceTypeError",
     "RumiUnsupportedError",
+    "RumiVerificationError",
     "RumiWriteError",
     "RumiWriteTypeError",
     "RumiWriteValueError",
@@ -75,6 +81,10 @@ class RumiFileChangedError(RumiIOError):
     """The file changed after it was opened; reopen it to read the new content."""
 
 
+class RumiChecksumError(RumiIOError):
+    """A frame failed its checksum: the file's bytes changed after it was written."""
+
+
 class RumiFormatError(RumiError, ValueError):
     """The bytes are not a (valid) Rumi file, or a header does not index the file."""
 
@@ -95,6 +105,28 @@ class RumiCatalogKeyError(RumiCatalogError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
+class RumiArgumentError(RumiError, ValueError):
+    """A keyword's value (or an object passed) cannot be used; ``keyword`` names it.
+
+    Raised for open keywords (``nodata=``, ``band_as_variable=``...), accessor
+    use on data that is not Rumi's, and command-line arguments, naming the file.
+    """
+
+    keyword: str | None = None
+
+
+class RumiArgumentTypeError(RumiArgumentError, TypeError):
+    """A keyword's value is of a type it cannot have (also a ``TypeError``)."""
+
+
+class RumiCRSMismatchError(RumiError, ValueError):
+    """Data in different CRSs were aligned or combined (``xr.open_mfdataset``, ``xr.concat``...).
+
+    xarray would outer-join their x/y grids and label the result with one CRS;
+    reprojecting onto one grid (``rx.open_stac``) is what combines them.
+    """
+
+
 class RumiUnsupportedError(RumiError, NotImplementedError):
     """librumi does not support what the file or the call asks for."""
 
@@ -105,6 +137,21 @@ class RumiMemoryError(RumiError, MemoryError):
 
 class RumiSettingsError(RumiError, RuntimeError):
     """A process-wide setting cannot be applied (librumi pinned it already)."""
+
+
+class RumiVerificationError(RumiSettingsError):
+    """A read is refused: checksum verification is asked for but cannot be had.
+
+    librumi fixes its verification setting at the first decoded frame of a
+    process; when that frame was decoded without verification (a direct
+    ``rumi.read`` before rumi_xarray's first read), reads through rumi_xarray
+    stop with this error instead of returning unverified samples, until the
+    user accepts them (``rx.set_options(verify=False)``).
+    """
+
+
+class RumiInternalError(RumiError, RuntimeError):
+    """librumi failed internally or in an unexpected state (not a settings problem)."""
 
 
 class RumiSettingsValueError(RumiSettingsError, ValueError):
@@ -176,7 +223,7 @@ _BY_BUILTIN: tuple[tuple[type[BaseException], type[RumiError]], ...] = (
     (FileNotFoundError, RumiFileNotFoundError),
     (OSError, RumiIOError),
     (ValueError, RumiFormatError),
-    (RuntimeError, RumiSettingsError),
+    (RuntimeError, RumiInternalError),
 )
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import xarray as xr
 
+from rumi_xarray.errors import RumiArgumentError
 from rumi_xarray.formatting import human_size
 
 __all__ = ["Explanation", "RumiDataArrayAccessor", "RumiDatasetAccessor", "explain"]
@@ -147,8 +148,8 @@ class _RumiAccessor:
         for var in variables:
             if "rumi_header" in var.encoding:
                 return dict(var.encoding)
-        raise ValueError("this object is not backed by a Rumi file opened with rumi_xarray "
-                         "(no rumi_header in its variables' encoding)")
+        raise RumiArgumentError("this object is not backed by a Rumi file opened with "
+                                "rumi_xarray (no rumi_header in its variables' encoding)")
 
     @property
     def header(self) -> bytes:

@@ -11,8 +11,9 @@ import xarray as xr
 from rumi_xarray.backend import (
     accessor,  # noqa: F401  (registers the .rumi accessor)
     dataset,
+    keywords,
 )
-from rumi_xarray.conventions import cf
+from rumi_xarray.conventions import cf, georef
 from rumi_xarray.model.cube import Cube, Scene
 from rumi_xarray.model.grid import Grid
 from rumi_xarray.native import reads
@@ -60,6 +61,13 @@ def open_rumi(filename_or_obj: Any, *, drop_variables: str | Iterable[str] | Non
     -------
     xarray.Dataset
     """
+    keywords.check(filename_or_obj, band_as_variable=band_as_variable,
+                   mask_and_scale=mask_and_scale, decode_times=decode_times,
+                   decode_timedelta=decode_timedelta, use_cftime=use_cftime,
+                   concat_characters=concat_characters, decode_coords=decode_coords,
+                   drop_variables=drop_variables, header=header,
+                   storage_options=storage_options, nodata=nodata, scale_factor=scale_factor,
+                   add_offset=add_offset, units=units, sidecar=sidecar)
     scene, meta = open_scene(filename_or_obj, header=header, storage_options=storage_options)
     grid = Grid.from_metadata(meta)
     cube = Cube.single(scene, grid)
@@ -67,8 +75,10 @@ def open_rumi(filename_or_obj: Any, *, drop_variables: str | Iterable[str] | Non
                       nodata=nodata, scale_factor=scale_factor, add_offset=add_offset,
                       units=units, dtype=grid.dtype, where=scene.name)
     labels = dataset.Labels.from_metadata(meta, scene.name)
-    labels = dataset.Labels(labels.bands, labels.seconds, labels.bounds, labels.transform,
-                            labels.crs, labels.pixel_is_point, facts)
+    transform, crs, pixel_is_point = georef.with_sidecar(
+        labels.transform, labels.crs, labels.pixel_is_point, facts, scene.name)
+    labels = dataset.Labels(labels.bands, labels.seconds, labels.bounds, transform, crs,
+                            pixel_is_point, facts)
     # xarray's defaults for every engine: masked and scaled, times decoded.
     decoders: dict[str, Any] = {
         "mask_and_scale": True if mask_and_scale is None else mask_and_scale,
@@ -78,8 +88,12 @@ def open_rumi(filename_or_obj: Any, *, drop_variables: str | Iterable[str] | Non
                         ("decode_coords", decode_coords)):
         if value is not None:
             decoders[name] = value
+    # An explicit mask_and_scale=True asks for rioxarray's masked reading (floats even
+    # without nodata); xarray's default decoding keeps integers that have nothing to mask,
+    # as for its netCDF and Zarr engines, so a default load costs what rumi.read costs.
     return dataset.build(cube, labels, band_as_variable=band_as_variable,
-                         drop_variables=drop_variables, decoders=decoders)
+                         drop_variables=drop_variables, decoders=decoders,
+                         promote_integers=mask_and_scale is True)
 
 
 def open_dataset(filename_or_obj: Any, *, chunks: Any = None, **kwargs: Any) -> xr.Dataset:

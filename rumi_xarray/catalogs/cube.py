@@ -23,7 +23,7 @@ from rumi_xarray.backend import (
     dataset,
 )
 from rumi_xarray.catalogs.table import COLUMNS, catalog
-from rumi_xarray.conventions import cf
+from rumi_xarray.conventions import cf, georef
 from rumi_xarray.errors import (
     RumiCatalogError,
     RumiCatalogKeyError,
@@ -274,11 +274,15 @@ def _labels(rows: pd.DataFrame, grid: Grid) -> dataset.Labels:
     nodata = facts["nodata"]
     if isinstance(nodata, float) and np.isnan(nodata) and grid.dtype.kind != "f":
         facts["nodata"] = None  # a null in a float column, not a NaN nodata
+    where = f"catalog row {int(ref['_row'])}"
+    attrs = cf.cf_attributes(facts, grid.dtype, where)
+    crs = _nullable(ref.get("crs"))
+    grid_transform, grid_crs, point = georef.with_sidecar(
+        None if transform is None else tuple(float(v) for v in transform),
+        None if crs is None else int(crs), None if pip is None else bool(pip), attrs, where)
     return dataset.Labels(
         bands=tuple(_as_list(ref["bands"]) or ()), seconds=seconds, bounds=bounds,
-        transform=None if transform is None else tuple(float(v) for v in transform),
-        crs=_nullable(ref.get("crs")), pixel_is_point=None if pip is None else bool(pip),
-        cf=cf.cf_attributes(facts, grid.dtype, f"catalog row {int(ref['_row'])}"))
+        transform=grid_transform, crs=grid_crs, pixel_is_point=point, cf=attrs)
 
 
 def open_mfdataset(sources_: str | os.PathLike[str] | Iterable[Any], *, chunks: Any = None,

@@ -48,12 +48,15 @@ SIDECAR_SUFFIX = ".aux.json"
 SIDECAR_FORMAT = "rumi-xarray-sidecar"
 SIDECAR_VERSION = 1
 
+#: Georeferencing the Rumi format cannot hold: the full CRS (WKT2) of a CRS that is
+#: not exactly an EPSG one, and GDAL's GeoTransform text of a grid without an EPSG code.
+GEOREF_FACTS = ("crs_wkt", "geotransform")
 #: Sidecar keys -> CF attribute names.
 _CF_NAMES = {"nodata": "_FillValue", "scale_factor": "scale_factor",
              "add_offset": "add_offset", "units": "units"}
 #: Every key a sidecar may hold besides its format marker: the CF facts and
 #: the floating-point type packed values decode to.
-FACTS = (*_CF_NAMES, "decoded_dtype")
+FACTS = (*_CF_NAMES, "decoded_dtype", *GEOREF_FACTS)
 #: CF attributes that describe packing and masking.
 _PACKING = ("_FillValue", "missing_value", "scale_factor", "add_offset")
 #: Sidecar keys holding numbers, which may be NaN or infinite.
@@ -338,6 +341,8 @@ def cf_attributes(facts: Mapping[str, Any], dtype: np.dtype | None, where: str =
         else:
             value = str(value)
         out[name] = value
+    # Georeferencing facts pass through for georef.with_sidecar, which takes them out.
+    out.update({k: str(facts[k]) for k in GEOREF_FACTS if isinstance(facts.get(k), str)})
     return out
 
 

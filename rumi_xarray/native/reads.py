@@ -21,6 +21,7 @@ import numpy as np
 import rumi
 
 from rumi_xarray.errors import (
+    RumiChecksumError,
     RumiError,
     RumiFileChangedError,
     RumiFileNotFoundError,
@@ -210,6 +211,7 @@ def read(windows: Sequence[Window], times: Sequence[int], bands: Sequence[int],
     """
     process.configure()
     time_arg, band_arg = [int(t) for t in times], [int(b) for b in bands]
+    process.require_verification(lambda: _where(windows, time_arg, band_arg, height, width))
     shape = (len(windows), len(time_arg), len(band_arg), height, width)
     if out is not None and (out.shape != shape or out.dtype != dtype):
         raise ValueError(f"read: destination is {out.shape} {out.dtype}, needs {shape} {dtype}")
@@ -268,7 +270,20 @@ def reference_read(scene: Scene) -> np.ndarray:
         ``(time, band, y, x)``.
     """
     process.configure()
+    process.require_verification(lambda: (f"{scene.describe()}: reading the whole file",
+                                          scene.name))
     return rumi.read(scene.source, scene.header, pattern=PATTERN)
+
+
+def _where(windows: Sequence[Window], times: list[int], bands: list[int], height: int,
+           width: int) -> tuple[str, str | None]:
+    """Return the file(s) and selection of a read, and its first source, for errors."""
+    scenes = list({id(s): s for s, _, _ in windows}.values())
+    names = ", ".join(s.describe() for s in scenes[:3])
+    if len(scenes) > 3:
+        names += f" and {len(scenes) - 3} more"
+    selection = selection_text(times, bands, height, width, [(r, c) for _, r, c in windows])
+    return f"{names}: reading {selection}", scenes[0].name
 
 
 def _materialize(windows: Sequence[Window], times: list[int] | None, bands: list[int] | None,
@@ -356,7 +371,19 @@ def _locate_failure(exc: BaseException, windows: Sequence[Window], times: list[i
                             selection=selection, row=scene.catalog_row,
                             kind=RumiFileChangedError)
     return with_context(exc, context, source=scene.name, selection=selection,
-                        row=scene.catalog_row)
+                        row=scene.catalog_row, kind=_checksum_kind(exc))
+
+
+def _checksum_kind(exc: BaseException) -> type[RumiError] | None:
+    """Return :class:`RumiChecksumError` when librumi reports a checksum mismatch.
+
+    librumi reports every decoding failure as one status (an ``OSError``); only
+    its OpenZL message tells a failed checksum (bits changed after writing)
+    from other damage.
+    """
+    if isinstance(exc, OSError) and "checksum mismatch" in str(exc).lower():
+        return RumiChecksumError
+    return None
 
 
 #: Whether librumi's arrays arrive writeable: numpy before 2.1 imports DLPack

@@ -147,6 +147,7 @@ def open_stac(items: Any, bands: str | Sequence[str] | None = None, *, crs: Any 
     from rumi_xarray.stac.mosaic import _same_nodata
 
     require_stac_extra()
+    _check_resampling(resampling)
     sources = parse_items(items, storage_options)
     names, band_index = _bands(sources, bands)
     gbox = grids.output_geobox(sources, crs=crs, resolution=resolution, anchor=anchor,
@@ -170,6 +171,20 @@ def open_stac(items: Any, bands: str | Sequence[str] | None = None, *, crs: Any 
             ds = _decoded(ds, packing, eager=chunks is None)
     return _conform(ds, gbox, sources, groups, names, band_index, fill_nodata, packing,
                     mask_and_scale)
+
+
+def _check_resampling(resampling: Any) -> None:
+    """Refuse a resampling name odc-geo does not know, now rather than in every task."""
+    from odc.geo.warp import resampling_s2rio
+
+    try:
+        resampling_s2rio(resampling)
+    except (ValueError, AttributeError, TypeError) as exc:
+        from rasterio.warp import Resampling  # type: ignore[import-untyped]
+
+        raise RumiCatalogError(
+            f"resampling={resampling!r} is not a resampling odc-geo knows ({exc}); use one "
+            f"of {sorted(r.name for r in Resampling)}") from None
 
 
 def _packing(sources: Sequence[StacSource], dtype: np.dtype, nodata: float | None,
@@ -289,13 +304,10 @@ def _open_warped(sources: Sequence[StacSource], groups: Sequence[Sequence[planni
                  band_as_variable: bool, storage_options: dict[str, Any] | None
                  ) -> xr.Dataset:
     """Build the reprojecting load: one dask task per output chunk."""
-    from odc.geo.warp import resampling_s2rio
-
     from rumi_xarray.backend.dataset import group_bytes
     from rumi_xarray.dask.stac import load_array
     from rumi_xarray.sources import resolve
 
-    resampling_s2rio(resampling)  # refuse a bad name now, not in every task
     fill = _fill(dtype, nodata)
     shape = (len(groups), len(names), *gbox.shape.yx)
     sizes = planning.chunk_sizes(chunks, shape, dtype.itemsize, group_bytes())
@@ -360,6 +372,7 @@ def _conform(ds: xr.Dataset, gbox: Any, sources: Sequence[StacSource],
                 {"long_name": "band text as stored"})
         new_coords.update(companions)
     ds = ds.assign_coords(new_coords)
+    ds.attrs = {}  # odc-stac's layout: the shared-grid path's open_dataset attributes go
     for name in ds.data_vars:
         var = ds[name]
         attrs: dict[str, Any] = {}

@@ -53,7 +53,9 @@ class StacSource:
         External header (frame index).
     grid : Grid
         Frame grid parsed from the header.
-    epsg : int
+    epsg : int or None
+        EPSG code (for a CRS that is not exactly an EPSG one, its equivalent,
+        as the file stores it), None without one.
     corner : tuple of float
         Corner-based affine transform, rasterio order (``proj:transform``).
     pixel_is_point : bool
@@ -65,6 +67,9 @@ class StacSource:
         Interval bounds, for files labelled with intervals.
     facts : mapping
         ``nodata``, ``scale_factor``, ``add_offset``, ``units`` where known.
+    crs_wkt : str or None
+        The full CRS (WKT2) when it is not exactly an EPSG one (``proj:wkt2``,
+        ``proj:projjson`` or a non-EPSG ``proj:code``).
     properties : mapping
         The Item's properties (for grouping by a property).
     """
@@ -74,13 +79,14 @@ class StacSource:
     href: str
     header: bytes = field(repr=False)
     grid: Grid = field(repr=False)
-    epsg: int
+    epsg: int | None
     corner: tuple[float, ...]
     pixel_is_point: bool
     band_texts: tuple[str, ...]
     seconds: tuple[int, ...]
     bounds: tuple[tuple[int, int], ...] | None = None
     facts: Mapping[str, Any] = field(default_factory=dict)
+    crs_wkt: str | None = None
     properties: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     @property
@@ -95,7 +101,7 @@ class StacSource:
         from odc.geo.geobox import GeoBox
 
         return GeoBox((self.grid.height, self.grid.width), Affine(*self.corner[:6]),
-                      f"EPSG:{self.epsg}")
+                      self.crs_wkt if self.crs_wkt is not None else f"EPSG:{self.epsg}")
 
     @property
     def stored_transform(self) -> tuple[float, ...]:
@@ -308,7 +314,7 @@ def parse_item(item: Mapping[str, Any], position: int,
         raise RumiCatalogError(f"STAC item {item_id!r}: asset {key!r} has no href")
     where = f"STAC item {item_id!r} (asset {key!r})"
     properties = dict(item.get("properties") or {})
-    epsg, corner, shape = _projection(asset, properties, where)
+    (epsg, crs_wkt), corner, shape = _projection(asset, properties, where)
     fetched: Any = None
     header_text = asset.get(out.HEADER_FIELD)
     if header_text is None:
@@ -340,7 +346,8 @@ def parse_item(item: Mapping[str, Any], position: int,
                       epsg=epsg, corner=corner,
                       pixel_is_point=bool(asset.get(out.POINT_FIELD) or False),
                       band_texts=tuple(texts), seconds=tuple(seconds), bounds=bounds,
-                      facts=_facts(asset, where, grid.dtype), properties=properties)
+                      facts=_facts(asset, where, grid.dtype), properties=properties,
+                      crs_wkt=crs_wkt)
 
 
 def _fetch(href: str, storage_options: dict[str, Any] | None) -> Any:
@@ -366,12 +373,14 @@ def _field(asset: Mapping[str, Any], properties: Mapping[str, Any], name: str) -
 
 
 def _projection(asset: Mapping[str, Any], properties: Mapping[str, Any], where: str
-                ) -> tuple[int, tuple[float, ...], tuple[int, int]]:
+                ) -> tuple[tuple[int | None, str | None], tuple[float, ...], tuple[int, int]]:
     code = _field(asset, properties, "proj:code")
     epsg = _field(asset, properties, "proj:epsg")
     crs_text = (_field(asset, properties, "proj:wkt2")
                 or _field(asset, properties, "proj:projjson"))
-    crs = code if code is not None else epsg if epsg is not None else crs_text
+    # The full CRS wins over a code: proj:code names ESRI/IGNF CRSs too, and the
+    # WKT2/PROJJSON is what describes a CRS without one.
+    crs = crs_text if crs_text is not None else code if code is not None else epsg
     transform = _field(asset, properties, "proj:transform")
     shape = _field(asset, properties, "proj:shape")
     missing = [name for name, value in (("proj:code", crs), ("proj:transform", transform),
@@ -390,18 +399,35 @@ def _projection(asset: Mapping[str, Any], properties: Mapping[str, Any], where: 
     if len(values) not in (6, 9) or (len(values) == 9 and values[6:] != [0.0, 0.0, 1.0]):
         raise RumiCatalogError(f"{where}: proj:transform {transform!r} is not an affine "
                                f"transform (6 or 9 numbers)")
-    return _epsg(crs, where), tuple(values[:6]), (rows, cols)
+    return _crs(crs, where), tuple(values[:6]), (rows, cols)
 
 
-def _epsg(crs: Any, where: str) -> int:
-    from rumi_xarray.conventions.georef import epsg_of
+def _crs(crs: Any, where: str) -> tuple[int | None, str | None]:
+    from rumi_xarray.conventions.georef import item_crs
 
-    if isinstance(crs, (int, np.integer)):
-        return int(crs)
     try:
-        return epsg_of(json.dumps(crs) if isinstance(crs, Mapping) else crs, where)
+        return item_crs(crs, where)
     except ValueError as exc:
         raise RumiCatalogError(str(exc)) from exc
+
+
+def _file_grid(s: StacSource) -> tuple[tuple[float, ...] | None, int | None]:
+    """Return the transform and EPSG code the source's file stores (none without a code)."""
+    if s.epsg is None:
+        return None, None
+    return s.stored_transform, s.epsg
+
+
+def _grid_facts(s: StacSource) -> dict[str, Any]:
+    """Return the sidecar georeferencing facts of a source (as its catalog row holds them)."""
+    from rumi_xarray.conventions.georef import format_geotransform
+
+    if s.crs_wkt is None:
+        return {}
+    facts: dict[str, Any] = {"crs_wkt": s.crs_wkt}
+    if s.epsg is None:
+        facts["geotransform"] = format_geotransform(s.corner)
+    return facts
 
 
 def _band_texts(asset: Mapping[str, Any]) -> list[str] | None:
@@ -513,6 +539,6 @@ def catalog_table(sources: Iterable[StacSource]) -> pd.DataFrame:
     from rumi_xarray.catalogs.table import COLUMNS, catalog_row
 
     rows = [catalog_row(s.href, s.header, s.grid, s.seconds, s.bounds, s.band_texts,
-                        s.stored_transform, s.epsg, s.pixel_is_point, s.facts)
+                        *_file_grid(s), s.pixel_is_point, {**s.facts, **_grid_facts(s)})
             for s in sources]
     return pd.DataFrame(rows, columns=list(COLUMNS))

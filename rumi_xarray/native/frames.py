@@ -327,3 +327,29 @@ def frame_chunks(pattern: str, tile_size: int) -> dict[str, int]:
     axes = rumi.frames(probe, pattern, tile_size=tile_size).layout.split()
     return {"time": -1 if "t" in axes else 1, "band": -1 if "b" in axes else 1,
             "y": tile_size, "x": tile_size}
+
+
+#: Input that is not dask yet is chunked for writing in blocks of whole frames
+#: at least this many pixels on a side, so small tiles do not make one dask
+#: task (and one read of a lazily opened file) per frame.
+WRITE_BLOCK_PIXELS = 256
+
+
+def write_chunks(pattern: str, tile_size: int) -> dict[str, int]:
+    """Return dask chunks of whole frames for writing input that is not dask yet.
+
+    Parameters
+    ----------
+    pattern : str
+        A rumi frame pattern over ``t b (row h) (col w)``.
+    tile_size : int
+
+    Returns
+    -------
+    dict
+        :func:`frame_chunks`, with ``y``/``x`` the smallest multiple of the
+        tile size of at least :data:`WRITE_BLOCK_PIXELS`.
+    """
+    chunks = frame_chunks(pattern, tile_size)
+    side = tile_size * -(-WRITE_BLOCK_PIXELS // tile_size)
+    return {**chunks, "y": side, "x": side}

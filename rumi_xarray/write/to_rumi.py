@@ -44,8 +44,8 @@ from rumi_xarray.native.frames import (
     FrameSpec,
     check_dtype,
     frame_block,
-    frame_chunks,
     frame_specs,
+    write_chunks,
 )
 from rumi_xarray.write.atomic import atomic_path
 from rumi_xarray.write.prepare import prepare
@@ -396,7 +396,7 @@ def to_rumi(obj: xr.DataArray | xr.Dataset, path: str | os.PathLike[str], *,
         _check_tile_size(target, tile_size)
         prepared = prepare(obj, target, band_dim=band_dim, time_dim=time_dim,
                            variable=variable, time=time, crs=crs,
-                           chunks=frame_chunks(pattern, tile_size), encode_cf=encode_cf,
+                           chunks=write_chunks(pattern, tile_size), encode_cf=encode_cf,
                            dtype=dtype)
     data = prepared.data.data
     facts = prepared.facts

@@ -1,0 +1,135 @@
+"""A lazy open-and-read over a 20 ms-latency HTTP server against the engine (issue 20).
+
+Run: ``.venv/bin/python benchmarks/remote_open.py [--reps 15] [--latency-ms 20]``.
+
+One 1 x 4 x 1024² uint16 file (tile 256) with a sidecar (nodata, scale) is
+served by the benchmark's loopback HTTP server (``httpserve.py``, in its own
+process) sleeping ``--latency-ms`` before each answer. Each arm opens the
+file and reads one 256² chip of one band, inside the timed region:
+
+- ``engine``: ``rumi.info(url)`` then ``rumi.read`` of the window (no sidecar:
+  the engine knows nothing of nodata or scale);
+- ``xr lazy``: ``xr.open_dataset(url, engine="rumi")`` then ``.values`` of the
+  chip (sidecar GET overlapped with the metadata reads);
+- ``xr lazy, sidecar after metadata``: the same with the overlap switched off
+  (``cf.prefetch`` replaced by ``None``), i.e. the previous sequential open.
+
+Runs are interleaved per repetition after one warm-up whose values are checked
+against the engine's (decoded with the sidecar's scale). Requests are counted
+at the server. Bar of issue 20: ``xr lazy`` <= 1.1x the engine's median.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
+
+import numpy as np  # noqa: E402
+import rumi  # noqa: E402
+import xarray as xr  # noqa: E402
+
+import rumi_xarray as rx  # noqa: E402
+from rumi_xarray.conventions import cf  # noqa: E402
+
+BAR = 1.1
+WINDOW = (384, 512, 256, 256)  # row, col, height, width: 4 tiles of 256²
+
+
+def _httpserve() -> Any:
+    spec = importlib.util.spec_from_file_location("httpserve", HERE / "httpserve.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--reps", type=int, default=15)
+    parser.add_argument("--latency-ms", type=float, default=20.0)
+    parser.add_argument("--tag", default="remote_open")
+    args = parser.parse_args(argv)
+    rng = np.random.default_rng(0)
+    data = rng.integers(1, 10000, (1, 4, 1024, 1024), dtype=np.uint16)
+    row, col, h, w = WINDOW
+    real = getattr(cf, "prefetch")
+
+    def engine(url: str) -> np.ndarray:
+        meta = rumi.info(source=url)
+        return rumi.read(url, meta.header, pattern="t b y x", bands=[2], window=WINDOW)[0, 0]
+
+    def lazy(url: str) -> np.ndarray:
+        ds = xr.open_dataset(url, engine="rumi")
+        return ds.band_data.isel(time=0, band=2, y=slice(row, row + h),
+                                 x=slice(col, col + w)).values
+
+    def sequential(url: str) -> np.ndarray:
+        cf.prefetch = lambda *a, **k: None  # type: ignore[assignment]
+        try:
+            return lazy(url)
+        finally:
+            cf.prefetch = real  # type: ignore[assignment]
+
+    arms: dict[str, Callable[[str], np.ndarray]] = {
+        "engine": engine, "xr lazy": lazy, "xr lazy, sidecar after metadata": sequential}
+    times: dict[str, list[float]] = {k: [] for k in arms}
+    requests: dict[str, int] = {}
+    with tempfile.TemporaryDirectory() as folder:
+        rx.write_array(os.path.join(folder, "scene.rumi"), data, bands=["B1", "B2", "B3", "B4"],
+                       time=["2024-05-01"], tile_size=256, nodata=0, scale_factor=1e-4)
+        expected = data[0, 2, row:row + h, col:col + w]
+        with _httpserve().ServerProcess(Path(folder), latency_ms=args.latency_ms) as server:
+            url = server.url("scene.rumi")
+            for run in range(1 + args.reps):
+                order = list(arms) if run % 2 == 0 else list(reversed(arms))
+                for label in order:
+                    rx.clear_cache()
+                    server.reset()
+                    start = time.perf_counter()
+                    got = arms[label](url)
+                    elapsed = time.perf_counter() - start
+                    if run == 0:
+                        want = (expected if label == "engine"
+                                else expected.astype(np.float32) * np.float32(1e-4))
+                        if not np.array_equal(got, want):
+                            raise SystemExit(f"{label}: values differ from the engine's")
+                        requests[label] = server.stats()["requests"]
+                    else:
+                        times[label].append(elapsed)
+    medians = {k: statistics.median(v) for k, v in times.items()}
+    commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True, check=False).stdout.strip()
+    out = [f"# generated by `python benchmarks/remote_open.py {' '.join(argv or sys.argv[1:])}`"
+           f" at commit {commit}; do not edit",
+           f"rumi_xarray from {Path(rx.__file__).resolve().parent}; load "
+           f"{os.getloadavg()[0]:.2f}; HTTP server latency {args.latency_ms:g} ms per request",
+           f"open + read a 256² chip of one band (1x4x1024² uint16, tile 256, with sidecar), "
+           f"median of {args.reps}:"]
+    for label, m in medians.items():
+        out.append(f"  {label:32s} {m * 1000:7.1f} ms  (min {min(times[label]) * 1000:.1f})"
+                   f"  {requests[label]} requests  {m / medians['engine']:.2f}x the engine")
+    ratio = medians["xr lazy"] / medians["engine"]
+    verdict = "MET" if ratio <= BAR else "MISS"
+    out.append(f"  [{verdict}] xr lazy / engine = {ratio:.2f} (bar <= {BAR})")
+    text = "\n".join(out)
+    print(text)
+    (REPO / "benchmarks" / "results").mkdir(parents=True, exist_ok=True)
+    (REPO / "benchmarks" / "results" / f"latest-{args.tag}.txt").write_text(text + "\n")
+    return 0 if verdict == "MET" else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

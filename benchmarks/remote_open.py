@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     rng = np.random.default_rng(0)
     data = rng.integers(1, 10000, (1, 4, 1024, 1024), dtype=np.uint16)
     row, col, h, w = WINDOW
-    real = getattr(cf, "prefetch")
+    real = cf.prefetch
 
     def engine(url: str) -> np.ndarray:
         meta = rumi.info(source=url)

@@ -40,12 +40,13 @@ from rumi_xarray.native.files import write_file
 from rumi_xarray.native.frames import (
     DEFAULT_CODEC,
     PATTERNS,
+    WRITE_BLOCK_PIXELS,
     Compressor,
     FrameSpec,
     check_dtype,
     frame_block,
+    frame_chunks,
     frame_specs,
-    write_chunks,
 )
 from rumi_xarray.write.atomic import atomic_path
 from rumi_xarray.write.prepare import prepare
@@ -396,8 +397,8 @@ def to_rumi(obj: xr.DataArray | xr.Dataset, path: str | os.PathLike[str], *,
         _check_tile_size(target, tile_size)
         prepared = prepare(obj, target, band_dim=band_dim, time_dim=time_dim,
                            variable=variable, time=time, crs=crs,
-                           chunks=write_chunks(pattern, tile_size), encode_cf=encode_cf,
-                           dtype=dtype)
+                           chunks=frame_chunks(pattern, tile_size, WRITE_BLOCK_PIXELS),
+                           encode_cf=encode_cf, dtype=dtype)
     data = prepared.data.data
     facts = prepared.facts
     return write_array(target, data, bands=prepared.bands, time=prepared.time,

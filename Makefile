@@ -84,6 +84,8 @@ bench: $(STAMP)
 	$(PY) benchmarks/sparse_reads.py
 	$(PY) benchmarks/stac.py
 	$(PY) benchmarks/verify_cost.py
+	$(PY) benchmarks/write_speed.py
+	$(PY) benchmarks/remote_open.py
 
 # The hostile-input property test with many more examples than `make test` runs.
 fuzz: $(STAMP)

@@ -327,3 +327,26 @@ def _message(exc: BaseException) -> str:
         text = str(exc)
     return " ".join(text.split())
 
+
+
+def user_stacklevel() -> int:
+    """Return the ``stacklevel`` of the caller's first frame outside the libraries.
+
+    Pass it to ``warnings.warn`` from the function that warns: the warning
+    then points at the user's line that opened or wrote the data, not at the
+    xarray, dask or rumi_xarray code between it and the warning.
+
+    Returns
+    -------
+    int
+    """
+    import sys
+    from types import FrameType
+
+    frame: FrameType | None = sys._getframe(2)  # the frame calling warnings.warn is level 1
+    level = 2
+    while frame is not None and frame.f_globals.get("__name__", "").partition(".")[0] in (
+            "rumi_xarray", "xarray", "dask", "importlib"):
+        frame = frame.f_back
+        level += 1
+    return level

@@ -73,6 +73,9 @@ class RecordedRequest:
         Raw query string (S3 listings put their parameters there).
     headers : dict of str to str
         Request headers, names lower-cased.
+    arrived : float
+        ``time.monotonic()`` when the server began handling the request
+        (before any ``delay``): which requests were in flight together.
     """
 
     method: str
@@ -82,6 +85,7 @@ class RecordedRequest:
     bytes_sent: int
     query: str = ""
     headers: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
+    arrived: float = field(default=0.0, repr=False, compare=False)
 
 
 class Faults:
@@ -255,6 +259,7 @@ class _RangeHandler(BaseHTTPRequestHandler):
             bytes_sent=sent,
             query=parts.query,
             headers={k.lower(): v for k, v in self.headers.items()},
+            arrived=getattr(self, "_arrived", 0.0),
         )
         self.server.owner.log.add(item)
         return item
@@ -273,6 +278,7 @@ class _RangeHandler(BaseHTTPRequestHandler):
             self.wfile.write(body)
 
     def _serve(self, *, send_body: bool) -> None:
+        self._arrived = time.monotonic()
         owner = self.server.owner
         if owner.delay:
             time.sleep(owner.delay)

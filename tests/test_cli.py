@@ -321,9 +321,15 @@ def test_demo_writes_and_checks_a_series(capsys: pytest.CaptureFixture[str],
     assert "EPSG:32633" in stdout and "native reads:" in stdout
     scenes = sorted(f for f in os.listdir(out / "scenes") if f.endswith(".rumi"))
     assert len(scenes) == 6 and scenes[0] == "S2_33UUP_20240131.rumi"
-    # Each scene's units (reflectance counts of 1e-4) are kept in its sidecar.
-    assert json.loads((out / "scenes" / f"{scenes[0]}.aux.json").read_text())["units"] == "1e-4"
+    # Each scene's packing (counts of 1e-4 reflectance) is kept in its sidecar, so
+    # opening a file gives reflectance, as the counts times the float32 scale.
+    side = json.loads((out / "scenes" / f"{scenes[0]}.aux.json").read_text())
+    assert side["scale_factor"] == 1e-4 and side["units"] == "1", side
     expected = synthetic.scene_series(6, 96)
+    opened = xr.open_dataset(out / "scenes" / scenes[2], engine="rumi").band_data
+    assert opened.dtype == np.float32 and opened.attrs["units"] == "1"
+    np.testing.assert_array_equal(
+        opened.values[0], expected["band_data"].values[2].astype(np.float32) * np.float32(1e-4))
     np.testing.assert_array_equal(read(out / "S2_33UUP_2024.rumi"),
                                   expected["band_data"].values)
     np.testing.assert_array_equal(read(out / "scenes" / scenes[2])[0],

@@ -69,6 +69,19 @@ def _slow_identity(block):
     return block
 
 
+def test_to_rumi_of_a_dask_array_compresses_on_the_workers(client, corpus, tmp_path):
+    # The writer's block tasks are Delayed objects from one graph: with a client they
+    # run on the workers (each compresses whole frames there), the file is identical.
+    path, _, data, _ = corpus["plane_tb_u16"]
+    var = xr.open_dataset(path, engine="rumi", chunks={}).band_data
+    out = tmp_path / "copy.rumi"
+    rx.stats(reset=True, client=client)
+    header = rx.to_rumi(var, out, tile_size=32, progress=False)
+    on_workers = sum(c["calls"] for c in client.run(rx.stats).values())
+    assert on_workers >= 1  # the blocks (and so the source reads) ran on the workers
+    np.testing.assert_array_equal(rumi.read(str(out), header, pattern="t b y x"), data)
+
+
 def test_worker_killed_mid_compute_still_gives_right_answer(client, corpus):
     import os
     import signal

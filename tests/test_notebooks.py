@@ -138,7 +138,9 @@ def test_pixel_series_equal_rumi_read(executed):
         header = rumi.info(source=path).header
         for p, (row, col) in enumerate(points):
             pixel = rumi.read(path, header, window=(row, col, 1, 1), pattern="t b y x")
-            np.testing.assert_array_equal(values[t, :, p], pixel[0, :, 0, 0],
+            # The stored counts, decoded as the sidecar's scale 1e-4 says (float32).
+            reflectance = pixel[0, :, 0, 0].astype(np.float32) * np.float32(1e-4)
+            np.testing.assert_array_equal(values[t, :, p], reflectance,
                                           err_msg=f"{Path(path).name} pixel {(row, col)}")
 
 

@@ -349,6 +349,58 @@ def test_progress_bar_on_request(tmp_path: Path, capfd: pytest.CaptureFixture[st
     assert "compressing" not in capfd.readouterr().err
 
 
+class _TaskCount:
+    """Counts the tasks dask's local schedulers run (a dask Callback)."""
+
+    def __init__(self) -> None:
+        from dask.callbacks import Callback
+
+        self.tasks = 0
+        counter = self
+
+        class Count(Callback):
+            def _pretask(self, key: object, dask: object, state: object) -> None:
+                counter.tasks += 1
+
+        self.callback = Count()
+
+
+@pytest.mark.parametrize("source", ["numpy", "dask"])
+def test_writing_many_small_frames_runs_a_bounded_number_of_tasks(
+        tmp_path: Path, source: str) -> None:
+    # The quadratic writer made one single-frame slice per frame; now the
+    # number of dask tasks follows the blocks, not the frames: tile 4 here
+    # makes 16x the frames of tile 16 and no more tasks (numpy input is
+    # chunked in blocks of WRITE_BLOCK_PIXELS; dask input keeps its chunks).
+    expected = sample("uint16", (2, 2, 128, 128), seed=11)
+    data: np.ndarray | da.Array = expected
+    if source == "dask":
+        data = da.from_array(expected, chunks=(1, 1, 64, 64))
+    tasks = {}
+    for tile in (16, 4):
+        count = _TaskCount()
+        path = tmp_path / f"t{tile}.rumi"
+        with count.callback:
+            header = to_rumi(cube(data), path, tile_size=tile, progress=False)
+        assert same_bits(read(path, header), expected)
+        assert rumi.info(source=os.fspath(path)).frames == 2 * 2 * (128 // tile) ** 2
+        tasks[tile] = count.tasks
+    assert tasks[4] == tasks[16], tasks
+    assert tasks[4] <= 3 * 2 * 2 * 4, tasks  # a few tasks per 64² block, never per frame
+
+
+def test_progress_is_logged_when_bars_are_off(tmp_path: Path,
+                                              caplog: pytest.LogCaptureFixture) -> None:
+    data = sample("uint8", (1, 2, 64, 64))
+    with caplog.at_level("INFO", logger="rumi_xarray"):
+        to_rumi(cube(data), tmp_path / "l.rumi", tile_size=8, progress=False)
+    lines = [r.getMessage() for r in caplog.records if r.name == "rumi_xarray"]
+    assert lines[-1].startswith("compressing: 128/128 frames (100%)"), lines
+    assert 5 <= len(lines) <= 12, lines  # about every 10 %, not every frame
+    done = [int(line.split(": ")[1].split("/")[0]) for line in lines]
+    assert done == sorted(done)
+
+
 MEMORY_SCRIPT = textwrap.dedent("""
     import json, os, resource, sys
     import numpy as np, dask.array as da, xarray as xr

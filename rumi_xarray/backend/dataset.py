@@ -26,6 +26,7 @@ from rumi_xarray.conventions import crs_index, georef, netcdf
 from rumi_xarray.conventions.bands import BandLabels
 from rumi_xarray.conventions.time import TIME_UNITS, time_seconds
 from rumi_xarray.dask.sizes import converts_to_numpy, dask_chunk_bytes, query_planning
+from rumi_xarray.errors import user_stacklevel
 from rumi_xarray.model.cube import Cube
 from rumi_xarray.model.grid import CUBE_DIMS
 
@@ -112,7 +113,7 @@ def _warn_query_planning() -> None:
         f"call each). rumi_xarray therefore uses read groups of "
         f"{QUERY_PLANNING_GROUP_BYTES // 2**20} MiB instead of dask's chunk size; "
         "rx.set_options(group_bytes=...) chooses another size." + _values_caveat(),
-        UserWarning, stacklevel=_user_stacklevel())
+        UserWarning, stacklevel=user_stacklevel())
 
 
 def _values_caveat() -> str:
@@ -121,24 +122,6 @@ def _values_caveat() -> str:
         return ""
     return (" In this mode dask arrays lack __array__ (dask/dask#11922): .values and "
             "numpy.asarray return an object array, so use .compute() or .load().")
-
-
-def _user_stacklevel() -> int:
-    """Return the ``stacklevel`` of the caller's first frame outside the libraries.
-
-    A warning points at the user's line that opened the data, not at the
-    xarray, dask or rumi_xarray code between it and the warning.
-    """
-    import sys
-    from types import FrameType
-
-    frame: FrameType | None = sys._getframe(2)  # the frame calling warnings.warn is level 1
-    level = 2
-    while frame is not None and frame.f_globals.get("__name__", "").partition(".")[0] in (
-            "rumi_xarray", "xarray", "dask", "importlib"):
-        frame = frame.f_back
-        level += 1
-    return level
 
 
 def preferred_chunks(cube: Cube, dims: tuple[str, ...]) -> dict[str, int]:

@@ -37,7 +37,12 @@ def open_scene(filename_or_obj: Any, *, header: bytes | None = None,
     scene : Scene
     meta : rumi.Metadata
     """
-    source = resolve.resolve(filename_or_obj, storage_options=storage_options)
+    return scene_of(resolve.resolve(filename_or_obj, storage_options=storage_options),
+                    header)
+
+
+def scene_of(source: Any, header: bytes | None = None) -> tuple[Scene, Any]:
+    """Read a resolved source's metadata and return it as a scene (see :func:`open_scene`)."""
     if header is not None:
         header = bytes(header)
     meta = reads.info(source, header)
@@ -68,12 +73,15 @@ def open_rumi(filename_or_obj: Any, *, drop_variables: str | Iterable[str] | Non
                    drop_variables=drop_variables, header=header,
                    storage_options=storage_options, nodata=nodata, scale_factor=scale_factor,
                    add_offset=add_offset, units=units, sidecar=sidecar)
-    scene, meta = open_scene(filename_or_obj, header=header, storage_options=storage_options)
+    source = resolve.resolve(filename_or_obj, storage_options=storage_options)
+    # A remote sidecar's GET overlaps the metadata reads instead of following them.
+    pending = cf.prefetch(source, sidecar=sidecar, storage_options=storage_options)
+    scene, meta = scene_of(source, header)
     grid = Grid.from_metadata(meta)
     cube = Cube.single(scene, grid)
     facts = cf.gather(scene.source, sidecar=sidecar, storage_options=storage_options,
                       nodata=nodata, scale_factor=scale_factor, add_offset=add_offset,
-                      units=units, dtype=grid.dtype, where=scene.name)
+                      units=units, dtype=grid.dtype, where=scene.name, pending=pending)
     labels = dataset.Labels.from_metadata(meta, scene.name)
     transform, crs, pixel_is_point = georef.with_sidecar(
         labels.transform, labels.crs, labels.pixel_is_point, facts, scene.name)

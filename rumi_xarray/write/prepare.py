@@ -81,9 +81,9 @@ def prepare(obj: xr.DataArray | xr.Dataset, where: str = "<to_rumi>", *,
     crs : optional
         CRS overriding (or supplying) that of ``obj``.
     chunks : dict, optional
-        Chunks per standard dimension (``time``, ``band``, ``y``, ``x``,
-        see :func:`frame_chunks`) for data that are not dask arrays yet; by
-        default such data are left as they are.
+        Chunks per standard dimension (``time``, ``band``, ``y``, ``x``, see
+        :func:`~rumi_xarray.native.frames.frame_chunks`) for data that are not
+        dask arrays yet; by default such data are left as they are.
     encode_cf : bool, default True
         Pack CF-decoded values back to their encoded type (see
         :func:`rumi_xarray.conventions.cf.encode`); False stores decoded values.

@@ -40,6 +40,7 @@ from rumi_xarray.native.files import write_file
 from rumi_xarray.native.frames import (
     DEFAULT_CODEC,
     PATTERNS,
+    WRITE_BLOCK_PIXELS,
     Compressor,
     FrameSpec,
     check_dtype,
@@ -413,8 +414,8 @@ def to_rumi(obj: xr.DataArray | xr.Dataset, path: str | os.PathLike[str], *,
         _check_tile_size(target, tile_size)
         prepared = prepare(obj, target, band_dim=band_dim, time_dim=time_dim,
                            variable=variable, time=time, crs=crs,
-                           chunks=frame_chunks(pattern, tile_size), encode_cf=encode_cf,
-                           dtype=dtype, masks=masks)
+                           chunks=frame_chunks(pattern, tile_size, WRITE_BLOCK_PIXELS),
+                           encode_cf=encode_cf, dtype=dtype, masks=masks)
     data = prepared.data.data
     facts = prepared.facts
     return write_array(target, data, bands=prepared.bands, time=prepared.time,

@@ -36,6 +36,7 @@ from rumi_xarray.options import get_options, set_options
 if TYPE_CHECKING:  # what __getattr__ imports on first use, for type checkers
     from rumi_xarray.backend.accessor import Explanation, explain
     from rumi_xarray.backend.cache import cache_info, clear_cache
+    from rumi_xarray.backend.chips import explain_chips, read_chips
     from rumi_xarray.backend.entrypoint import RumiBackendEntrypoint
     from rumi_xarray.backend.open import open_dataset
     from rumi_xarray.catalogs.cube import open_catalog, open_mfdataset
@@ -59,6 +60,8 @@ _LAZY = {
     "cache_info": "rumi_xarray.backend.cache",
     "clear_cache": "rumi_xarray.backend.cache",
     "explain": "rumi_xarray.backend.accessor",
+    "read_chips": "rumi_xarray.backend.chips",
+    "explain_chips": "rumi_xarray.backend.chips",
     "Explanation": "rumi_xarray.backend.accessor",
     "RumiBackendEntrypoint": "rumi_xarray.backend.entrypoint",
 }
@@ -86,11 +89,13 @@ __all__ = [
     "catalog",
     "clear_cache",
     "explain",
+    "explain_chips",
     "get_options",
     "open_catalog",
     "open_dataset",
     "open_mfdataset",
     "open_stac",
+    "read_chips",
     "set_options",
     "stats",
     "to_rumi",

@@ -127,7 +127,7 @@ def test_boundless_chips_fill_outside_with_nodata(demo: dict) -> None:
     padded = np.pad(full, ((0, 0), (pad, pad), (pad, pad)), constant_values=0)
     starts = np.array([[0, -20, -30], [0, SIZE - 10, SIZE - 40], [0, -CHIP - 5, 0],
                        [0, 5, 7]])
-    with pytest.raises(rx.RumiSelectionError, match="crosses the edge.*boundless"):
+    with pytest.raises(rx.RumiSelectionError, match=r"crosses the edge.*boundless"):
         rx.read_chips(ds, starts, CHIP)
     got = rx.read_chips(ds, starts, CHIP, boundless=True)
     for i, (_, r, c) in enumerate(starts.tolist()):

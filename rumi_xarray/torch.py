@@ -36,6 +36,12 @@ __all__ = ["ChipDataset", "GridChipSampler", "RandomChipSampler", "collate"]
 
 Sample = dict[str, Any]
 
+#: numpy sample types -> torch's (every type Rumi stores that torch represents).
+_TORCH_TYPES = {"uint8": torch.uint8, "int8": torch.int8, "int16": torch.int16,
+                "uint16": torch.uint16, "int32": torch.int32, "uint32": torch.uint32,
+                "int64": torch.int64, "uint64": torch.uint64, "float16": torch.float16,
+                "float32": torch.float32, "float64": torch.float64}
+
 
 def _sources(cube: Any) -> tuple[list[ChipSource], bool]:
     """Return the chip sources of one cube or of a sequence of cubes (one per grid)."""
@@ -123,15 +129,12 @@ class ChipDataset(Dataset[Sample]):
         samples: list[Sample | None] = [None] * len(keys)
         for g, (positions, starts) in by_grid.items():
             source = self.sources[g]
-            images = read_chips(source, starts, self.size, bands=self.bands,
-                                framework="torch", boundless=self.boundless,
-                                mask_and_scale=self.mask_and_scale)
+            images = self._read(source, starts, self.bands, self.mask_and_scale)
             masks = None
             if self.mask is not None:
                 mask_starts = starts.copy()
                 mask_starts[:, 0] = 0
-                masks = read_chips(self.mask, mask_starts, self.size, framework="torch",
-                                   boundless=self.boundless)
+                masks = self._read(self.mask, mask_starts, None, False)
             times = _nanoseconds(source.time_values[starts[:, 0]])
             boxes = bounds(source, starts, self.size)
             for k, pos in enumerate(positions):
@@ -145,6 +148,26 @@ class ChipDataset(Dataset[Sample]):
         if self.transform is not None:
             out = [self.transform(s) for s in out]
         return out
+
+    def _read(self, source: ChipSource, starts: np.ndarray, bands: Any,
+              mask_and_scale: bool) -> torch.Tensor:
+        """Read one batch of one grid as a tensor, without a copy.
+
+        In the main process the tensor is librumi's allocation (DLPack). In a
+        ``DataLoader`` worker librumi decodes straight into a shared-memory
+        tensor, which torch hands to the main process without the copy into
+        shared memory it makes of any other tensor.
+        """
+        from torch.utils.data import get_worker_info
+
+        if get_worker_info() is None or mask_and_scale:
+            return read_chips(source, starts, self.size, bands=bands, framework="torch",
+                              boundless=self.boundless, mask_and_scale=mask_and_scale)
+        shape = (len(starts), len(source.band_positions(bands)), self.size, self.size)
+        tensor = torch.empty(shape, dtype=_TORCH_TYPES[source.dtype.name]).share_memory_()
+        read_chips(source, starts, self.size, bands=bands, boundless=self.boundless,
+                   out=tensor.numpy())
+        return tensor
 
     def explain(self, keys: Sequence[Sequence[int]]) -> Explanation:
         """Say what reading a batch costs (native calls, frames, bytes), with no I/O.

@@ -119,6 +119,17 @@ def test_torch_chips_are_librumis_allocation_and_exact(demo: dict) -> None:
     np.testing.assert_array_equal(tensor.numpy(), rx.read_chips(series, starts, CHIP))
 
 
+def test_chips_decode_into_a_given_buffer(demo: dict) -> None:
+    cube = rx.open_mfdataset(demo["scenes"])
+    starts = random_starts(np.random.default_rng(6), 5, DATES)
+    buffer = torch.empty((5, 2, CHIP, CHIP), dtype=torch.uint16).share_memory_()
+    got = rx.read_chips(cube, starts, CHIP, bands=[3, 1], out=buffer.numpy())
+    assert got.ctypes.data == buffer.data_ptr()  # decoded in place, no copy
+    np.testing.assert_array_equal(buffer.numpy(), rx.read_chips(cube, starts, CHIP, bands=[3, 1]))
+    with pytest.raises(rx.RumiSelectionError, match="out= must be"):
+        rx.read_chips(cube, starts, CHIP, out=np.empty((5, 4, CHIP, CHIP), np.float32))
+
+
 def test_boundless_chips_fill_outside_with_nodata(demo: dict) -> None:
     ds = xr.open_dataset(demo["nodata"], engine="rumi", mask_and_scale=False)
     full = rumi.read(demo["nodata"], rumi.info(source=demo["nodata"]).header,

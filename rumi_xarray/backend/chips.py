@@ -324,7 +324,7 @@ def _source(cube: Cube, times: np.ndarray, bands: tuple[int, ...], names: tuple[
 
 def read_chips(cube: Any, starts: Any, size: int, *, bands: Any = None,
                framework: str = "numpy", boundless: bool = False, fill_value: Any = None,
-               mask_and_scale: bool = False) -> Any:
+               mask_and_scale: bool = False, out: np.ndarray | None = None) -> Any:
     """Read ``n`` chips of ``size`` x ``size`` pixels in as few native calls as possible.
 
     Chips sharing a scene-local date are read by ONE ``rumi.read_many``:
@@ -363,6 +363,11 @@ def read_chips(cube: Any, starts: Any, size: int, *, bands: Any = None,
         Decode as ``xr.open_dataset(mask_and_scale=True)`` does (nodata ->
         NaN, scale and offset applied, xarray's own CF decoder); by default
         the stored samples.
+    out : numpy.ndarray, optional
+        C-contiguous ``(n, band, size, size)`` destination of the stored
+        dtype (e.g. a view of a shared-memory tensor): librumi decodes into
+        it and it is returned (``framework`` and ``mask_and_scale`` must be
+        left at their defaults).
 
     Returns
     -------
@@ -381,6 +386,15 @@ def read_chips(cube: Any, starts: Any, size: int, *, bands: Any = None,
     if framework not in _frameworks():
         raise RumiSelectionError(f"framework must be one of {_frameworks()}, got {framework!r}")
     plan = _plan(source, starts, size, bands, boundless)
+    if out is not None:
+        shape = (plan.n, len(plan.bands), plan.size, plan.size)
+        if (framework != "numpy" or mask_and_scale or out.shape != shape
+                or out.dtype != source.dtype or not out.flags.c_contiguous):
+            raise RumiSelectionError(
+                f"out= must be a C-contiguous {shape} {source.dtype} numpy array (raw samples, "
+                f"framework='numpy'), got {out.shape} {out.dtype}")
+        return _execute(source, plan, "numpy", fill_value=_raw_fill(source, fill_value, False),
+                        out=out)
     if mask_and_scale:
         raw = _execute(source, plan, "numpy", fill_value=_raw_fill(source, fill_value, True))
         decoded = _decode(source, raw, fill_value)
@@ -417,7 +431,8 @@ def _raw_fill(source: ChipSource, fill_value: Any, masked: bool) -> Any:
     return 0
 
 
-def _execute(source: ChipSource, plan: ChipPlan, framework: str, *, fill_value: Any) -> Any:
+def _execute(source: ChipSource, plan: ChipPlan, framework: str, *, fill_value: Any,
+             out: np.ndarray | None = None) -> Any:
     """Run a chip plan and return ``(n, band, size, size)`` in ``framework``."""
     from rumi_xarray.native import reads
 
@@ -426,11 +441,14 @@ def _execute(source: ChipSource, plan: ChipPlan, framework: str, *, fill_value: 
     if plan.direct:
         call = plan.calls[0]
         if framework == "numpy":
-            out = np.empty((n, 1, nb, s, s), dtype=cube.grid.dtype)
-            reads.run(cube, call, out=out)
-            return out[:, 0]
+            if out is None:
+                out = np.empty((n, nb, s, s), dtype=cube.grid.dtype)
+            reads.run(cube, call, out=out.reshape(n, 1, nb, s, s))  # a view: decoded in place
+            return out
         return reads.run_as(cube, call, framework, pattern="n b y x")
-    out = np.full((n, nb, s, s), fill_value, dtype=cube.grid.dtype)
+    if out is None:
+        out = np.empty((n, nb, s, s), dtype=cube.grid.dtype)
+    out[...] = fill_value
     for index, call in enumerate(plan.calls):
         result = reads.run(cube, call)
         for p in plan.placements:

@@ -279,3 +279,26 @@ def test_chips_per_grid_from_scenes_on_different_grids(demo: dict, tmp_path: Pat
         path = demo["scenes"][t] if g == 0 else other
         np.testing.assert_array_equal(sample["image"].numpy(),
                                       truth(path, 0, [0, 1, 2, 3], r, c, CHIP))
+
+
+def test_a_corrupt_frame_fails_the_batch_naming_its_scene(demo: dict, tmp_path: Path) -> None:
+    import shutil
+
+    from rumi_xarray.model.cube import Scene
+    from rumi_xarray.native.reads import plan_ranges
+
+    copies = [str(tmp_path / os.path.basename(p)) for p in demo["scenes"]]
+    for src, dst in zip(demo["scenes"], copies, strict=True):
+        shutil.copy(src, dst)
+    header = rumi.info(source=copies[1]).header
+    offset, length = plan_ranges(Scene(copies[1], header), [0], [2], 0, 0, CHIP, CHIP)[0]
+    with open(copies[1], "r+b") as f:  # one bit flipped in the middle of a frame read below
+        f.seek(offset + length // 2)
+        byte = f.read(1)
+        f.seek(offset + length // 2)
+        f.write(bytes([byte[0] ^ 0x10]))
+    cube = rx.open_mfdataset(copies)  # opened after the flip: checksums, not the file stamp
+    with pytest.raises(rx.RumiError) as info:
+        rx.read_chips(cube, [[0, 0, 0], [1, 0, 0], [2, 0, 0]], CHIP, bands=[2])
+    assert os.path.basename(copies[1]) in str(info.value)
+    assert not isinstance(info.value, rx.RumiFileChangedError)

@@ -14,6 +14,8 @@ import pytest
 import rumi
 import torch
 import xarray as xr
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from torch.utils.data import DataLoader
 
 import rumi_xarray as rx
@@ -302,3 +304,32 @@ def test_a_corrupt_frame_fails_the_batch_naming_its_scene(demo: dict, tmp_path: 
         rx.read_chips(cube, [[0, 0, 0], [1, 0, 0], [2, 0, 0]], CHIP, bands=[2])
     assert os.path.basename(copies[1]) in str(info.value)
     assert not isinstance(info.value, rx.RumiFileChangedError)
+
+
+@pytest.fixture(scope="module")
+def padded_series(demo: dict) -> tuple[xr.Dataset, np.ndarray, int]:
+    path = demo["series"]
+    full = rumi.read(path, rumi.info(source=path).header, pattern="t b y x")
+    pad = 50  # more than the largest chip reaches outside (40 + 3)
+    return (xr.open_dataset(path, engine="rumi"),
+            np.pad(full, ((0, 0), (0, 0), (pad, pad), (pad, pad)), constant_values=0), pad)
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_any_batch_of_chips_equals_numpy_on_the_read_file(padded_series, data) -> None:
+    ds, padded, pad = padded_series
+    size = data.draw(st.integers(1, 40), label="size")
+    n = data.draw(st.integers(1, 6), label="n")
+    boundless = data.draw(st.booleans(), label="boundless")
+    low, high = (-size - 3, SIZE + 3) if boundless else (0, SIZE - size)  # some wholly outside
+    starts = np.asarray(data.draw(st.lists(
+        st.tuples(st.integers(0, DATES - 1), st.integers(low, high), st.integers(low, high)),
+        min_size=n, max_size=n), label="starts"))
+    bands = data.draw(st.lists(st.integers(0, 3), min_size=1, max_size=4), label="bands")
+    got = rx.read_chips(ds, starts, size, bands=bands, boundless=boundless)
+    assert got.shape == (n, len(bands), size, size)
+    for i, (t, r, c) in enumerate(starts.tolist()):
+        want = padded[t][bands][:, r + pad:r + pad + size, c + pad:c + pad + size]
+        np.testing.assert_array_equal(got[i], want)

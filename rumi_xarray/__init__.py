@@ -39,7 +39,7 @@ if TYPE_CHECKING:  # what __getattr__ imports on first use, for type checkers
     from rumi_xarray.backend.chips import explain_chips, read_chips
     from rumi_xarray.backend.entrypoint import RumiBackendEntrypoint
     from rumi_xarray.backend.open import open_dataset
-    from rumi_xarray.catalogs.cube import open_catalog, open_mfdataset
+    from rumi_xarray.catalogs.cube import open_catalog, open_catalog_grids, open_mfdataset
     from rumi_xarray.catalogs.table import catalog
     from rumi_xarray.native.stats import stats
     from rumi_xarray.stac.items import to_stac
@@ -50,6 +50,7 @@ if TYPE_CHECKING:  # what __getattr__ imports on first use, for type checkers
 _LAZY = {
     "open_dataset": "rumi_xarray.backend.open",
     "open_catalog": "rumi_xarray.catalogs.cube",
+    "open_catalog_grids": "rumi_xarray.catalogs.cube",
     "open_mfdataset": "rumi_xarray.catalogs.cube",
     "catalog": "rumi_xarray.catalogs.table",
     "to_stac": "rumi_xarray.stac.items",
@@ -92,6 +93,7 @@ __all__ = [
     "explain_chips",
     "get_options",
     "open_catalog",
+    "open_catalog_grids",
     "open_dataset",
     "open_mfdataset",
     "open_stac",

@@ -271,7 +271,8 @@ def test_chips_per_grid_from_scenes_on_different_grids(demo: dict, tmp_path: Pat
     small = synthetic.scene_series(n_dates=1, size=128, seed=5)["band_data"].isel(time=0)
     other = str(tmp_path / "other.rumi")
     rx.to_rumi(small, other, tile_size=TILE)
-    cubes = [rx.open_mfdataset(demo["scenes"]), xr.open_dataset(other, engine="rumi")]
+    cubes = rx.open_catalog_grids(rx.catalog([*demo["scenes"], other]))
+    assert [c.sizes["time"] for c in cubes] == [DATES, 1]  # one cube per grid
     ds = ChipDataset(cubes, CHIP)
     keys = list(RandomChipSampler(cubes, CHIP, 60, seed=2))
     assert {k[0] for k in keys} == {0, 1}

@@ -334,3 +334,14 @@ def test_any_batch_of_chips_equals_numpy_on_the_read_file(padded_series, data) -
     for i, (t, r, c) in enumerate(starts.tolist()):
         want = padded[t][bands][:, r + pad:r + pad + size, c + pad:c + pad + size]
         np.testing.assert_array_equal(got[i], want)
+
+
+def test_chips_from_stac_items_on_one_grid(demo: dict) -> None:
+    items = rx.to_stac(demo["scenes"])
+    stack = rx.open_stac(items)  # one grid: a catalog cube, one variable per band
+    starts = random_starts(np.random.default_rng(9), 6, DATES)
+    rx.stats(reset=True)
+    got = rx.read_chips(stack, starts, CHIP, bands=["B08", "B04"])
+    assert rx.stats(reset=True)["calls"] == 1
+    for i, (t, r, c) in enumerate(starts.tolist()):
+        np.testing.assert_array_equal(got[i], truth(demo["scenes"][t], 0, [3, 2], r, c, CHIP))

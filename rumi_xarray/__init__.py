@@ -42,9 +42,10 @@ from rumi_xarray.options import get_options, set_options
 if TYPE_CHECKING:  # what __getattr__ imports on first use, for type checkers
     from rumi_xarray.backend.accessor import Explanation, explain
     from rumi_xarray.backend.cache import cache_info, clear_cache
+    from rumi_xarray.backend.chips import explain_chips, read_chips
     from rumi_xarray.backend.entrypoint import RumiBackendEntrypoint
     from rumi_xarray.backend.open import open_dataset
-    from rumi_xarray.catalogs.cube import open_catalog, open_mfdataset
+    from rumi_xarray.catalogs.cube import open_catalog, open_catalog_grids, open_mfdataset
     from rumi_xarray.catalogs.table import catalog
     from rumi_xarray.native.stats import stats
     from rumi_xarray.stac.items import to_stac
@@ -55,6 +56,7 @@ if TYPE_CHECKING:  # what __getattr__ imports on first use, for type checkers
 _LAZY = {
     "open_dataset": "rumi_xarray.backend.open",
     "open_catalog": "rumi_xarray.catalogs.cube",
+    "open_catalog_grids": "rumi_xarray.catalogs.cube",
     "open_mfdataset": "rumi_xarray.catalogs.cube",
     "catalog": "rumi_xarray.catalogs.table",
     "to_stac": "rumi_xarray.stac.items",
@@ -65,6 +67,8 @@ _LAZY = {
     "cache_info": "rumi_xarray.backend.cache",
     "clear_cache": "rumi_xarray.backend.cache",
     "explain": "rumi_xarray.backend.accessor",
+    "read_chips": "rumi_xarray.backend.chips",
+    "explain_chips": "rumi_xarray.backend.chips",
     "Explanation": "rumi_xarray.backend.accessor",
     "RumiBackendEntrypoint": "rumi_xarray.backend.entrypoint",
 }
@@ -98,11 +102,14 @@ __all__ = [
     "catalog",
     "clear_cache",
     "explain",
+    "explain_chips",
     "get_options",
     "open_catalog",
+    "open_catalog_grids",
     "open_dataset",
     "open_mfdataset",
     "open_stac",
+    "read_chips",
     "set_options",
     "stats",
     "to_rumi",

@@ -367,6 +367,11 @@ class _OwnedHTTPServer(ThreadingHTTPServer):
     """ThreadingHTTPServer that knows the ``RangeHTTPServer`` it belongs to."""
 
     daemon_threads = True
+    # socketserver listens with a backlog of 5: a burst of more new connections (Karu
+    # opens one per concurrent range of a read_many across many files) had its SYNs
+    # dropped, and the client's TCP retried them after its 1 s initial RTO: a 1 s stall
+    # no object store shows (benchmarks/karu_profile.py --backlog 0 shows it).
+    request_queue_size = 1024
     owner: RangeHTTPServer
 
 

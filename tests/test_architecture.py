@@ -36,6 +36,7 @@ OWNERS = {
     "geozl": "rumi_xarray.native",
     "dask": "rumi_xarray.dask",
     "distributed": "rumi_xarray.dask",
+    "torch": "rumi_xarray.torch",
 }
 
 

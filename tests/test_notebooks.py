@@ -36,6 +36,7 @@ NOTEBOOK_BUDGET = 240
 #: Figures each notebook must show, by cell id.
 EXPECTED_FIGURES = {
     "quickstart": {"chip", "dask"},
+    "ml_chips": {"loss", "prediction"},
     "time_series_exploration": {"rgb-map", "ndvi-map", "locations", "pixel-series",
                                 "climatology-maps", "climatology-curves", "cluster-means"},
 }
@@ -142,6 +143,14 @@ def test_pixel_series_equal_rumi_read(executed):
             reflectance = pixel[0, :, 0, 0].astype(np.float32) * np.float32(1e-4)
             np.testing.assert_array_equal(values[t, :, p], reflectance,
                                           err_msg=f"{Path(path).name} pixel {(row, col)}")
+
+
+def test_chip_model_learns_land_cover(executed):
+    # The notebook's model, trained on chips with land-cover labels, must beat chance
+    # (25 %) by far on a held-out date: labels and chips line up window for window.
+    record = json.loads((executed("ml_chips").workdir / "chips_model.json").read_text())
+    assert record["accuracy"] > 0.7, record["accuracy"]
+    assert record["losses"][-1] < record["losses"][0]
 
 
 def test_a_broken_cell_fails_the_run(tmp_path):

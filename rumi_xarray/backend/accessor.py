@@ -6,55 +6,14 @@ nothing heavy): everything it needs loads when it is used.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import xarray as xr
 
 from rumi_xarray.errors import RumiArgumentError
-from rumi_xarray.formatting import human_size
+from rumi_xarray.model.costs import Explanation
 
 __all__ = ["Explanation", "RumiDataArrayAccessor", "RumiDatasetAccessor", "explain"]
-
-
-@dataclass(frozen=True)
-class Explanation:
-    """What reading an object would cost, planned by librumi without I/O.
-
-    Attributes
-    ----------
-    calls : int
-        Native read calls (one per chunk of a dask array, one per access of a
-        lazily indexed one, each one plan and one transport submission).
-    items : int
-        Windows across those calls.
-    frames : int
-        Frames the calls decode.
-    compressed_bytes : int
-        Bytes fetched from storage (sum of planned ranges).
-    decoded_bytes : int
-        Bytes the calls return.
-    ranges : int
-        Byte ranges planned (the transport coalesces neighbours into fewer
-        requests).
-    tables : tuple of str
-        For cubes over catalog tables on disk: what opening read from each
-        table, what it left there, and that tasks read their own rows.
-    """
-
-    calls: int
-    items: int
-    frames: int
-    compressed_bytes: int
-    decoded_bytes: int
-    ranges: int
-    tables: tuple[str, ...] = ()
-
-    def __str__(self) -> str:
-        text = (f"{self.calls} native read call(s), {self.items} window(s), {self.frames} "
-                f"frame(s): {human_size(self.compressed_bytes)} compressed in {self.ranges} "
-                f"range(s) -> {human_size(self.decoded_bytes)} decoded")
-        return "\n".join((text, *self.tables))
 
 
 def explain(obj: xr.Dataset | xr.DataArray) -> Explanation:
@@ -204,6 +163,47 @@ class _RumiAccessor:
         Explanation
         """
         return explain(self._obj)
+
+    def chips(self, starts: Any, size: int, **kwargs: Any) -> xr.DataArray:
+        """Read chips as a labelled ``(chip, band, y, x)`` DataArray.
+
+        See :func:`rumi_xarray.backend.chips.chips`: one ``read_many`` per
+        batch (per scene-local date), each chip with its ``time``, pixel
+        centres, bounds and CRS.
+
+        Parameters
+        ----------
+        starts : array-like
+            ``(n, 3)`` ``(time, row, col)`` of each chip's upper-left pixel.
+        size : int
+        **kwargs
+            ``bands``, ``boundless``, ``fill_value``, ``mask_and_scale``.
+
+        Returns
+        -------
+        xarray.DataArray
+        """
+        from rumi_xarray.backend.chips import chips
+
+        return chips(self._obj, starts, size, **kwargs)
+
+    def explain_chips(self, starts: Any, size: int, **kwargs: Any) -> Explanation:
+        """Dry-run :meth:`chips`: native calls, frames and bytes, with no I/O.
+
+        Parameters
+        ----------
+        starts : array-like
+        size : int
+        **kwargs
+            ``bands``, ``boundless``.
+
+        Returns
+        -------
+        Explanation
+        """
+        from rumi_xarray.backend.chips import explain_chips
+
+        return explain_chips(self._obj, starts, size, **kwargs)
 
     def to_rumi(self, path: Any, **kwargs: Any) -> bytes:
         """Write this object as a Rumi file; see :func:`rumi_xarray.to_rumi`.

@@ -361,6 +361,55 @@ def _open_table(url: str, *, storage_options: dict[str, Any] | None, time: Any,
     return ds.assign_coords(extra) if extra else ds
 
 
+def open_catalog_grids(table: pd.DataFrame | str | os.PathLike[str], **kwargs: Any
+                       ) -> list[xr.Dataset]:
+    """Open a catalog whose scenes lie on several grids as one cube per grid.
+
+    Rows are grouped by what a cube needs them to share (size, transform,
+    CRS, bands, tile size, frame layout, dtype, time steps), in order of
+    first appearance, and each group is opened with :func:`open_catalog`:
+    chips (``rumi_xarray.torch.ChipDataset(cubes, ...)``) then come from each
+    scene's own pixel grid, with nothing reprojected.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame or path to a Parquet file
+    **kwargs
+        Passed to :func:`open_catalog`.
+
+    Returns
+    -------
+    list of xarray.Dataset
+    """
+    if isinstance(table, (str, os.PathLike)):
+        from rumi_xarray.catalogs import index as tables
+
+        url = os.fspath(table)
+        with _reading_table(source_name(url)):
+            rows = tables.read_all_rows(url, kwargs.get("storage_options"))
+    else:
+        rows = table.reset_index(drop=True)
+    if rows.empty:
+        raise RumiCatalogError("the catalog has no rows")
+    if "header" not in rows.columns:
+        raise RumiCatalogKeyError("the catalog lacks column(s) ['header']; build it with "
+                                  "rumi_xarray.catalog(...)")
+    keys = []
+    for i in range(len(rows)):
+        row = rows.iloc[i]
+        try:
+            g = Grid.from_metadata(reads.header_info(bytes(row["header"])))
+        except (ValueError, TypeError) as exc:
+            raise RumiCatalogError(f"catalog row {i} ({source_name(row['path'])}): bad "
+                                   f"header: {exc}") from exc
+        keys.append(repr((g.height, g.width, g.time_count, g.bands, g.tile_height,
+                          g.frame_layout, g.index_order, str(g.dtype),
+                          _as_list(row.get("transform")), _nullable(row.get("crs")),
+                          _as_list(row.get("bands")))))
+    groups = pd.Series(keys).groupby(keys, sort=False).groups
+    return [open_catalog(rows.iloc[list(index)], **kwargs) for index in groups.values()]
+
+
 def _extra_coords(rows: pd.DataFrame, steps: list[int]) -> dict[str, Any]:
     """Return the catalog's own columns (cloud cover, tile id...) as time coordinates.
 

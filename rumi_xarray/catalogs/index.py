@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any, overload
 
 import numpy as np
+import pandas as pd
 
 from rumi_xarray.conventions import cf
 from rumi_xarray.errors import RumiCatalogError, RumiCatalogKeyError, RumiFileChangedError
@@ -232,6 +233,20 @@ def list_files(url: str, storage_options: Mapping[str, Any] | None
     return fs, tuple(found), local
 
 
+def read_all_rows(url: str, storage_options: Mapping[str, Any] | None) -> pd.DataFrame:
+    """Read every row of a table on disk, for the few uses that need them all at the client.
+
+    Opening a cube never calls this (tasks read their own rows); splitting a
+    catalog by grid does, since which grid a row belongs to is in the row.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    fs, files, local = list_files(url, storage_options)
+    parts = [pq.read_table(f) if local else parquet_file(fs, f).read() for f in files]
+    return pa.concat_tables(parts, promote_options="default").to_pandas()
+
+
 def _column_index(md: Any, name: str) -> int | None:
     """Return the leaf column of ``name`` (a scalar, or the elements of a list)."""
     for j in range(md.num_columns):
@@ -252,8 +267,6 @@ def _stats(rg: Any, j: int | None) -> tuple[Any, Any] | None:
 
 def _seconds(value: Any, end: bool) -> int:
     """Return POSIX seconds of a ``time=`` bound (a partial date string spans its period)."""
-    import pandas as pd
-
     if isinstance(value, str):
         period = pd.Period(value)
         stamp = period.end_time if end else period.start_time

@@ -165,7 +165,7 @@ def open_catalog(table: pd.DataFrame | str | os.PathLike[str], *, chunks: Any = 
     partitioned or not) is an index, not a list: opening reads the footers
     (row-group statistics), the time column of the row groups a ``time=``
     selection keeps, and one row; every dask task reads the rows of its own
-    scenes when it runs (:mod:`rumi_xarray.catalogs.index`). Its rows are
+    scenes when it runs (``rumi_xarray.catalogs.index``). Its rows are
     checked against the reference row when a task uses them, so a row that
     cannot join the cube fails that task, naming the row and file. Ties in
     time keep table order (the paths are not read at open).
@@ -337,7 +337,7 @@ def _bbox_window(ds: xr.Dataset, bbox: Any) -> dict[str, slice]:
 def _open_table(url: str, *, storage_options: dict[str, Any] | None, time: Any,
                 duplicates: str, coords: Any, band_as_variable: bool,
                 decoders: dict[str, Any]) -> xr.Dataset:
-    """Open a catalog table on disk as an index (see :mod:`rumi_xarray.catalogs.index`)."""
+    """Open a catalog table on disk as an index (see ``rumi_xarray.catalogs.index``)."""
     from rumi_xarray.catalogs import index as tables
     from rumi_xarray.model.cube import UniformSteps
 

@@ -87,7 +87,7 @@ class Cube:
     ----------
     scenes : sequence of Scene
         A tuple, or a sequence that looks scenes up when they are used (a
-        catalog table on disk, :mod:`rumi_xarray.catalogs.index`).
+        catalog table on disk, ``rumi_xarray.catalogs.index``).
     grid : Grid
         The grid every scene shares.
     steps : sequence of (int, int)

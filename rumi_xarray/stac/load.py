@@ -145,7 +145,7 @@ def open_stac(items: Any, bands: str | Sequence[str] | None = None, *, crs: Any 
         output grid, ``groupby`` "time" or "solar_day"): opening reads only
         the selected Items' ``datetime`` column and one Item; each output
         chunk's task finds its Items through the table's ``bbox`` and
-        ``datetime`` columns when it runs (:mod:`rumi_xarray.stac.archive`),
+        ``datetime`` columns when it runs (``rumi_xarray.stac.archive``),
         so neither the open nor the graph grows with the archive.
 
     For a stac-geoparquet table (file, folder or Arrow table) ``bbox``,

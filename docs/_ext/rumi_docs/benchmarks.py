@@ -329,9 +329,8 @@ def cluster_page(root: Path, out: Path) -> str:
         # This report is not of latest-final.json's series: say the load it records.
         meta = json.loads((root / RESULTS / "latest-final.json").read_text())["meta"]
         source.machine = (source.machine.split("; machine as recorded")[0]
-                          + f"; load {load.group(1)} when it ran, on a later run than "
-                          f"latest-final.json's (which records {meta['cpus']} CPUs, "
-                          f"{meta['platform']}; this report records no CPU count)")
+                          + f"; load {load.group(1)}; a later run than latest-final.json's "
+                          f"({meta['cpus']} CPUs there; none recorded here)")
     fig, ax = plt.subplots(figsize=(8, 3.2))
     _hbars(ax, [r[0] for r in rows], [float(r[1]) for r in rows],
            [ENGINE if r[0] == "engine" else OURS for r in rows],

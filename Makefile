@@ -86,6 +86,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/verify_cost.py
 	$(PY) benchmarks/write_speed.py
 	$(PY) benchmarks/remote_open.py
+	$(PY) benchmarks/chips.py --karu
 
 # The hostile-input property test with many more examples than `make test` runs.
 fuzz: $(STAMP)

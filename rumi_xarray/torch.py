@@ -219,7 +219,7 @@ def collate(samples: Sequence[Sample]) -> Sample:
     """Collate samples into a batch, keeping the batch tensor zero-copy.
 
     When the samples' images are consecutive views of one tensor (as
-    :meth:`ChipDataset.__getitems__` returns them) that tensor is the
+    ``ChipDataset.__getitems__`` returns them) that tensor is the
     batch's ``image``; otherwise (samples from several grids, transformed
     samples) they are stacked. ``time`` becomes an int64 tensor, ``bounds``
     a float64 ``(n, 4)`` tensor, ``crs`` and ``key`` lists.

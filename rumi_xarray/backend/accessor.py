@@ -167,7 +167,7 @@ class _RumiAccessor:
     def chips(self, starts: Any, size: int, **kwargs: Any) -> xr.DataArray:
         """Read chips as a labelled ``(chip, band, y, x)`` DataArray.
 
-        See :func:`rumi_xarray.backend.chips.chips`: one ``read_many`` per
+        See ``rumi_xarray.backend.chips.chips``: one ``read_many`` per
         batch (per scene-local date), each chip with its ``time``, pixel
         centres, bounds and CRS.
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -111,6 +112,11 @@ def _serve(root: str, latency_ms: float = 0.0) -> None:
     # A client that drops a pooled keep-alive connection is normal, not an error worth a
     # traceback on the benchmark's terminal (socketserver prints one per reset).
     servers._OwnedHTTPServer.handle_error = lambda self, request, client_address: None
+    # RUMI_BENCH_BACKLOG=5 restores socketserver's listen backlog, which stalled bursts of
+    # new connections by TCP's 1 s retry (issue 22), to measure what that cost.
+    backlog = os.environ.get("RUMI_BENCH_BACKLOG")
+    if backlog:
+        servers._OwnedHTTPServer.request_queue_size = int(backlog)
     server = servers.RangeHTTPServer(root, delay=latency_ms / 1000).start()
     try:
         for line in sys.stdin:

@@ -38,9 +38,9 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import importlib.util
 import json
 import os
+import runpy
 import statistics
 import sys
 import time
@@ -66,14 +66,7 @@ SERIES_HALF = (0.025, 0.018)
 
 def bench_module(name: str) -> Any:
     """Import ``benchmarks/<name>.py`` without benchmarks/ on the path."""
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, HERE / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+    return runpy.run_path(str(HERE / "outfile.py"))["bench_module"](name)
 
 
 # --- data ----------------------------------------------------------------------------

@@ -14,12 +14,17 @@ from typing import TYPE_CHECKING, Any
 
 from rumi_xarray.backend import accessor as _accessor  # noqa: F401  (registers .rumi)
 from rumi_xarray.errors import (
+    RumiArgumentError,
+    RumiArgumentTypeError,
     RumiCatalogError,
     RumiCatalogKeyError,
+    RumiChecksumError,
+    RumiCRSMismatchError,
     RumiError,
     RumiFileChangedError,
     RumiFileNotFoundError,
     RumiFormatError,
+    RumiInternalError,
     RumiIOError,
     RumiMemoryError,
     RumiSelectionError,
@@ -27,6 +32,7 @@ from rumi_xarray.errors import (
     RumiSettingsValueError,
     RumiSourceTypeError,
     RumiUnsupportedError,
+    RumiVerificationError,
     RumiWriteError,
     RumiWriteTypeError,
     RumiWriteValueError,
@@ -36,9 +42,10 @@ from rumi_xarray.options import get_options, set_options
 if TYPE_CHECKING:  # what __getattr__ imports on first use, for type checkers
     from rumi_xarray.backend.accessor import Explanation, explain
     from rumi_xarray.backend.cache import cache_info, clear_cache
+    from rumi_xarray.backend.chips import explain_chips, read_chips
     from rumi_xarray.backend.entrypoint import RumiBackendEntrypoint
     from rumi_xarray.backend.open import open_dataset
-    from rumi_xarray.catalogs.cube import open_catalog, open_mfdataset
+    from rumi_xarray.catalogs.cube import open_catalog, open_catalog_grids, open_mfdataset
     from rumi_xarray.catalogs.table import catalog
     from rumi_xarray.native.stats import stats
     from rumi_xarray.stac.items import to_stac
@@ -49,6 +56,7 @@ if TYPE_CHECKING:  # what __getattr__ imports on first use, for type checkers
 _LAZY = {
     "open_dataset": "rumi_xarray.backend.open",
     "open_catalog": "rumi_xarray.catalogs.cube",
+    "open_catalog_grids": "rumi_xarray.catalogs.cube",
     "open_mfdataset": "rumi_xarray.catalogs.cube",
     "catalog": "rumi_xarray.catalogs.table",
     "to_stac": "rumi_xarray.stac.items",
@@ -59,26 +67,34 @@ _LAZY = {
     "cache_info": "rumi_xarray.backend.cache",
     "clear_cache": "rumi_xarray.backend.cache",
     "explain": "rumi_xarray.backend.accessor",
+    "read_chips": "rumi_xarray.backend.chips",
+    "explain_chips": "rumi_xarray.backend.chips",
     "Explanation": "rumi_xarray.backend.accessor",
     "RumiBackendEntrypoint": "rumi_xarray.backend.entrypoint",
 }
 
 __all__ = [
     "Explanation",
+    "RumiArgumentError",
+    "RumiArgumentTypeError",
     "RumiBackendEntrypoint",
+    "RumiCRSMismatchError",
     "RumiCatalogError",
     "RumiCatalogKeyError",
+    "RumiChecksumError",
     "RumiError",
     "RumiFileChangedError",
     "RumiFileNotFoundError",
     "RumiFormatError",
     "RumiIOError",
+    "RumiInternalError",
     "RumiMemoryError",
     "RumiSelectionError",
     "RumiSettingsError",
     "RumiSettingsValueError",
     "RumiSourceTypeError",
     "RumiUnsupportedError",
+    "RumiVerificationError",
     "RumiWriteError",
     "RumiWriteTypeError",
     "RumiWriteValueError",
@@ -86,11 +102,14 @@ __all__ = [
     "catalog",
     "clear_cache",
     "explain",
+    "explain_chips",
     "get_options",
     "open_catalog",
+    "open_catalog_grids",
     "open_dataset",
     "open_mfdataset",
     "open_stac",
+    "read_chips",
     "set_options",
     "stats",
     "to_rumi",

@@ -16,19 +16,25 @@ from __future__ import annotations
 import errno as errno_codes
 
 __all__ = [
+    "RumiArgumentError",
+    "RumiArgumentTypeError",
+    "RumiCRSMismatchError",
     "RumiCatalogError",
     "RumiCatalogKeyError",
+    "RumiChecksumError",
     "RumiError",
     "RumiFileChangedError",
     "RumiFileNotFoundError",
     "RumiFormatError",
     "RumiIOError",
+    "RumiInternalError",
     "RumiMemoryError",
     "RumiSelectionError",
     "RumiSettingsError",
     "RumiSettingsValueError",
     "RumiSourceTypeError",
     "RumiUnsupportedError",
+    "RumiVerificationError",
     "RumiWriteError",
     "RumiWriteTypeError",
     "RumiWriteValueError",
@@ -53,7 +59,7 @@ class RumiError(Exception):
 
     source: str | None = None
     selection: str | None = None
-    row: int | None = None
+    row: int | str | None = None
 
 
 class RumiIOError(RumiError, OSError):
@@ -73,6 +79,10 @@ class RumiFileNotFoundError(RumiIOError, FileNotFoundError):
 
 class RumiFileChangedError(RumiIOError):
     """The file changed after it was opened; reopen it to read the new content."""
+
+
+class RumiChecksumError(RumiIOError):
+    """A frame failed its checksum: the file's bytes changed after it was written."""
 
 
 class RumiFormatError(RumiError, ValueError):
@@ -95,6 +105,28 @@ class RumiCatalogKeyError(RumiCatalogError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
+class RumiArgumentError(RumiError, ValueError):
+    """A keyword's value (or an object passed) cannot be used; ``keyword`` names it.
+
+    Raised for open keywords (``nodata=``, ``band_as_variable=``...), accessor
+    use on data that is not Rumi's, and command-line arguments, naming the file.
+    """
+
+    keyword: str | None = None
+
+
+class RumiArgumentTypeError(RumiArgumentError, TypeError):
+    """A keyword's value is of a type it cannot have (also a ``TypeError``)."""
+
+
+class RumiCRSMismatchError(RumiError, ValueError):
+    """Data in different CRSs were aligned or combined (``xr.open_mfdataset``, ``xr.concat``...).
+
+    xarray would outer-join their x/y grids and label the result with one CRS;
+    reprojecting onto one grid (``rx.open_stac``) is what combines them.
+    """
+
+
 class RumiUnsupportedError(RumiError, NotImplementedError):
     """librumi does not support what the file or the call asks for."""
 
@@ -105,6 +137,21 @@ class RumiMemoryError(RumiError, MemoryError):
 
 class RumiSettingsError(RumiError, RuntimeError):
     """A process-wide setting cannot be applied (librumi pinned it already)."""
+
+
+class RumiVerificationError(RumiSettingsError):
+    """A read is refused: checksum verification is asked for but cannot be had.
+
+    librumi fixes its verification setting at the first decoded frame of a
+    process; when that frame was decoded without verification (a direct
+    ``rumi.read`` before rumi_xarray's first read), reads through rumi_xarray
+    stop with this error instead of returning unverified samples, until the
+    user accepts them (``rx.set_options(verify=False)``).
+    """
+
+
+class RumiInternalError(RumiError, RuntimeError):
+    """librumi failed internally or in an unexpected state (not a settings problem)."""
 
 
 class RumiSettingsValueError(RumiSettingsError, ValueError):
@@ -176,12 +223,12 @@ _BY_BUILTIN: tuple[tuple[type[BaseException], type[RumiError]], ...] = (
     (FileNotFoundError, RumiFileNotFoundError),
     (OSError, RumiIOError),
     (ValueError, RumiFormatError),
-    (RuntimeError, RumiSettingsError),
+    (RuntimeError, RumiInternalError),
 )
 
 
 def with_context(exc: BaseException, context: str, *, source: str | None = None,
-                 selection: str | None = None, row: int | None = None,
+                 selection: str | None = None, row: int | str | None = None,
                  kind: type[RumiError] | None = None) -> RumiError:
     """Return ``exc`` as a :class:`RumiError` with ``context`` in front of its message.
 
@@ -280,3 +327,26 @@ def _message(exc: BaseException) -> str:
         text = str(exc)
     return " ".join(text.split())
 
+
+
+def user_stacklevel() -> int:
+    """Return the ``stacklevel`` of the caller's first frame outside the libraries.
+
+    Pass it to ``warnings.warn`` from the function that warns: the warning
+    then points at the user's line that opened or wrote the data, not at the
+    xarray, dask or rumi_xarray code between it and the warning.
+
+    Returns
+    -------
+    int
+    """
+    import sys
+    from types import FrameType
+
+    frame: FrameType | None = sys._getframe(2)  # the frame calling warnings.warn is level 1
+    level = 2
+    while frame is not None and frame.f_globals.get("__name__", "").partition(".")[0] in (
+            "rumi_xarray", "xarray", "dask", "importlib"):
+        frame = frame.f_back
+        level += 1
+    return level

@@ -30,7 +30,11 @@ option                    environment variable       meaning
 
 ``verify`` and ``threads`` are librumi process settings, fixed at the first
 decoded frame of a process; they are applied at rumi_xarray's first read, not
-at import, and changing them afterwards raises :class:`~rumi_xarray.errors.RumiSettingsError`.
+at import (``set_options(verify=...)`` applies ``verify`` at once), and
+changing them afterwards raises :class:`~rumi_xarray.errors.RumiSettingsError`.
+When verification is wanted but was fixed off before (a direct ``rumi.read``
+first), reads raise :class:`~rumi_xarray.errors.RumiVerificationError` until
+``verify=False`` accepts unverified reads.
 """
 
 from __future__ import annotations
@@ -219,7 +223,11 @@ class set_options:  # noqa: N801  (named like xarray's set_options, used the sam
         chunk (whole frames, grown along band, then time, then x and y).
         ``None``: dask's ``array.chunk-size``.
     verify : bool
-        librumi's frame checksum verification (default on).
+        librumi's frame checksum verification (default on), applied to
+        librumi at once. When it is on but librumi's is pinned off (a frame
+        was decoded before, e.g. by a direct ``rumi.read``), reads raise
+        :class:`~rumi_xarray.errors.RumiVerificationError`; ``False``
+        accepts unverified reads.
     threads : int, optional
         librumi's thread pool size; ``None``: one per dask worker thread.
     progress : bool, optional
@@ -234,7 +242,8 @@ class set_options:  # noqa: N801  (named like xarray's set_options, used the sam
         An unknown option or an invalid value (also a ``ValueError``).
     RumiSettingsError
         A librumi setting (``verify``, ``threads``) changed after librumi
-        fixed it at the first read.
+        fixed it at the first read (``verify=True`` then raises its subclass
+        :class:`~rumi_xarray.errors.RumiVerificationError`).
 
     Examples
     --------
@@ -253,6 +262,10 @@ class set_options:  # noqa: N801  (named like xarray's set_options, used the sam
         with _lock:
             values = _load()
             self._old = {name: values[name] for name in checked}
+            if "verify" in checked:
+                # At once, even when unchanged: a direct rumi.read after this call
+                # is then verified too (librumi fixes it at the first frame).
+                _apply_verify(checked["verify"], strict=True)
             self._apply(checked)
 
     @staticmethod
@@ -278,4 +291,15 @@ class set_options:  # noqa: N801  (named like xarray's set_options, used the sam
                  tb: TracebackType | None) -> None:
         with _lock:
             self._apply(self._old)
+            if "verify" in self._old:
+                # Restoring never raises: if verification was pinned off inside
+                # the block, the reads after it refuse and say why.
+                _apply_verify(self._old["verify"], strict=False)
+
+
+def _apply_verify(on: bool, strict: bool) -> None:
+    """Apply ``verify`` to librumi (see :func:`rumi_xarray.native.checksums.apply`)."""
+    from rumi_xarray.native import checksums
+
+    checksums.apply(bool(on), strict=strict)
 

@@ -11,11 +11,19 @@ returns: :func:`run` splits a read of more than :data:`READ_BAR_BYTES` into
 slices along an axis whose frames are not shared between slices (scenes,
 then time steps or bands that frames do not hold, then rows of tiles), so no
 frame is decoded twice, and advances the bar after each slice.
+
+Bars that are off still report through the package logger (``rumi_xarray``,
+:data:`LOG_EVERY` of the way at ``INFO``), so a long write in a pipe or a
+batch job shows it is moving to anyone who turns logging on
+(``logging.basicConfig(level="INFO")``).
 """
 
 from __future__ import annotations
 
+import logging
 import sys
+import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Executor, as_completed
 from contextlib import contextmanager
@@ -36,6 +44,11 @@ READ_BAR_BYTES = 256 * 2**20
 READ_STEP_BYTES = 32 * 2**20
 #: ... and in at most this many slices (each slice is one native call).
 READ_MAX_STEPS = 64
+
+#: Bars log a line at INFO each time this fraction of the total is done.
+LOG_EVERY = 0.1
+
+LOGGER = logging.getLogger("rumi_xarray")
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -91,8 +104,9 @@ def bar(total: int, desc: str, unit: str = "it", show: bool | None = None,
     ------
     callable
     """
+    log = _Log(total, desc, unit)
     if not (enabled() if show is None else show):
-        yield lambda n: None
+        yield log
         return
     from tqdm.auto import tqdm
 
@@ -101,8 +115,36 @@ def bar(total: int, desc: str, unit: str = "it", show: bool | None = None,
               ) as progress:
         def advance(n: int) -> None:
             progress.update(n)
+            log(n)
 
         yield advance
+
+
+class _Log:
+    """Log progress at INFO through :data:`LOGGER` every :data:`LOG_EVERY` of ``total``.
+
+    Thread-safe: dask tasks advance bars from worker threads.
+    """
+
+    def __init__(self, total: int, desc: str, unit: str) -> None:
+        self.total, self.desc, self.unit = total, desc, unit
+        self.done = 0
+        self.logged = 0
+        self.start = time.perf_counter()
+        self._lock = threading.Lock()
+
+    def __call__(self, n: int) -> None:
+        if n <= 0 or self.total <= 0 or not LOGGER.isEnabledFor(logging.INFO):
+            return
+        with self._lock:
+            self.done += n
+            step = max(1, int(self.total * LOG_EVERY))
+            if self.done - self.logged < step and self.done < self.total:
+                return
+            self.logged = self.done
+            done = self.done
+        LOGGER.info("%s: %d/%d %ss (%d%%) in %.1f s", self.desc, done, self.total,
+                    self.unit, 100 * done // self.total, time.perf_counter() - self.start)
 
 
 def progress_map(pool: Executor, func: Callable[[T], R], items: Iterable[T], desc: str,

@@ -73,6 +73,9 @@ class RecordedRequest:
         Raw query string (S3 listings put their parameters there).
     headers : dict of str to str
         Request headers, names lower-cased.
+    arrived : float
+        ``time.monotonic()`` when the server began handling the request
+        (before any ``delay``): which requests were in flight together.
     """
 
     method: str
@@ -82,6 +85,7 @@ class RecordedRequest:
     bytes_sent: int
     query: str = ""
     headers: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
+    arrived: float = field(default=0.0, repr=False, compare=False)
 
 
 class Faults:
@@ -255,6 +259,7 @@ class _RangeHandler(BaseHTTPRequestHandler):
             bytes_sent=sent,
             query=parts.query,
             headers={k.lower(): v for k, v in self.headers.items()},
+            arrived=getattr(self, "_arrived", 0.0),
         )
         self.server.owner.log.add(item)
         return item
@@ -273,6 +278,7 @@ class _RangeHandler(BaseHTTPRequestHandler):
             self.wfile.write(body)
 
     def _serve(self, *, send_body: bool) -> None:
+        self._arrived = time.monotonic()
         owner = self.server.owner
         if owner.delay:
             time.sleep(owner.delay)
@@ -361,6 +367,11 @@ class _OwnedHTTPServer(ThreadingHTTPServer):
     """ThreadingHTTPServer that knows the ``RangeHTTPServer`` it belongs to."""
 
     daemon_threads = True
+    # socketserver listens with a backlog of 5: a burst of more new connections (Karu
+    # opens one per concurrent range of a read_many across many files) had its SYNs
+    # dropped, and the client's TCP retried them after its 1 s initial RTO: a 1 s stall
+    # no object store shows (benchmarks/karu_profile.py --backlog 0 shows it).
+    request_queue_size = 1024
     owner: RangeHTTPServer
 
 

@@ -150,7 +150,7 @@ def test_convert_geotiff(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> 
     assert stdout.startswith(f"{out}: 3 x 70 x 90 uint16")
     np.testing.assert_array_equal(read(out)[0], data)
     meta = rumi.info(source=os.fspath(out))
-    assert meta.bands == ["B04 red", "B08 nir", "band_3"]
+    assert meta.bands == ["B04 red", "B08 nir", "3"]
     assert meta.crs == EPSG and meta.transform == (RES, 0.0, X0, 0.0, -RES, Y0)
     assert meta.time[0].isoformat() == "2024-05-01T10:20:30+00:00"
     assert meta.pixel_is_point is False
@@ -169,7 +169,8 @@ def test_convert_geotiff_without_time(capsys: pytest.CaptureFixture[str], tmp_pa
     assert code == 0, err
     meta = rumi.info(source=os.fspath(out))
     assert meta.time_kind == "interval" and meta.frame_layout == "b h w"
-    assert meta.bands == ["band_1", "band_2"]
+    assert meta.bands == ["1", "2"]  # rioxarray's band numbers, read back as integers
+    assert xr.open_dataset(out, engine="rumi").band.values.tolist() == [1, 2]
     np.testing.assert_array_equal(read(out)[0], data)
 
 
@@ -255,6 +256,25 @@ def test_convert_unknown_codec_or_dtype(capsys: pytest.CaptureFixture[str],
     assert sorted(os.listdir(tmp_path)) == ["scene.tif"]
 
 
+def test_convert_refuses_a_destination_not_named_rumi_unless_forced(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    data = np.arange(20 * 30, dtype=np.uint16).reshape(1, 20, 30)
+    tif = tmp_path / "scene.tif"
+    write_geotiff(tif, data, descriptions=["red"], stamp="2024:05:01 10:20:30")
+    target = tmp_path / "out.tif"
+    code, _, err = run(capsys, "convert", tif, target)
+    assert code == 1, err
+    assert f"{target}: convert writes a Rumi file" in err and ".tif, not .rumi" in err
+    assert "--any-suffix" in err
+    assert not target.exists()
+    code, _, err = run(capsys, "convert", tif, target, "--any-suffix")
+    assert code == 0, err
+    assert target.read_bytes()[:4] == b"RUMI"
+    np.testing.assert_array_equal(read(target)[0], data)
+    code, _, err = run(capsys, "convert", tif, tmp_path / "UPPER.RUMI")
+    assert code == 0, err
+
+
 def test_convert_failures(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     missing = tmp_path / "missing.tif"
     code, _, err = run(capsys, "convert", missing, tmp_path / "x.rumi")
@@ -301,9 +321,15 @@ def test_demo_writes_and_checks_a_series(capsys: pytest.CaptureFixture[str],
     assert "EPSG:32633" in stdout and "native reads:" in stdout
     scenes = sorted(f for f in os.listdir(out / "scenes") if f.endswith(".rumi"))
     assert len(scenes) == 6 and scenes[0] == "S2_33UUP_20240131.rumi"
-    # Each scene's units (reflectance counts of 1e-4) are kept in its sidecar.
-    assert json.loads((out / "scenes" / f"{scenes[0]}.aux.json").read_text())["units"] == "1e-4"
+    # Each scene's packing (counts of 1e-4 reflectance) is kept in its sidecar, so
+    # opening a file gives reflectance, as the counts times the float32 scale.
+    side = json.loads((out / "scenes" / f"{scenes[0]}.aux.json").read_text())
+    assert side["scale_factor"] == 1e-4 and side["units"] == "1", side
     expected = synthetic.scene_series(6, 96)
+    opened = xr.open_dataset(out / "scenes" / scenes[2], engine="rumi").band_data
+    assert opened.dtype == np.float32 and opened.attrs["units"] == "1"
+    np.testing.assert_array_equal(
+        opened.values[0], expected["band_data"].values[2].astype(np.float32) * np.float32(1e-4))
     np.testing.assert_array_equal(read(out / "S2_33UUP_2024.rumi"),
                                   expected["band_data"].values)
     np.testing.assert_array_equal(read(out / "scenes" / scenes[2])[0],

@@ -5,6 +5,7 @@ scheduler plus two workers started as processes of their own (``dask scheduler``
 from __future__ import annotations
 
 import math
+import os
 import subprocess
 import sys
 import time
@@ -93,6 +94,19 @@ def _slow_identity(block):
     return block
 
 
+def test_to_rumi_of_a_dask_array_compresses_on_the_workers(client, corpus, tmp_path):
+    # The writer's block tasks are Delayed objects from one graph: with a client they
+    # run on the workers (each compresses whole frames there), the file is identical.
+    path, _, data, _ = corpus["plane_tb_u16"]
+    var = xr.open_dataset(path, engine="rumi", chunks={}).band_data
+    out = tmp_path / "copy.rumi"
+    rx.stats(reset=True, client=client)
+    header = rx.to_rumi(var, out, tile_size=32, progress=False)
+    on_workers = sum(c["calls"] for c in client.run(rx.stats).values())
+    assert on_workers >= 1  # the blocks (and so the source reads) ran on the workers
+    np.testing.assert_array_equal(rumi.read(str(out), header, pattern="t b y x"), data)
+
+
 def test_worker_killed_mid_compute_still_gives_right_answer(client, corpus):
     import os
     import signal
@@ -162,12 +176,18 @@ class SeparateCluster:
                 self.stop()
                 raise RuntimeError(f"dask scheduler did not start: {self.log('scheduler')}")
             time.sleep(0.1)
+        # Tests may hand workers objects of the test package (an fsspec filesystem that
+        # counts reads): the workers import it from this checkout, as a user's workers
+        # import the user's own modules.
+        env = dict(os.environ)
+        root = str(Path(__file__).resolve().parents[1])
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
         for i in range(2):
             self.procs.append(subprocess.Popen(
                 [dask_cli, "worker", "--scheduler-file", str(self.scheduler_file),
                  "--host", "127.0.0.1", "--nthreads", "2", "--no-dashboard",
                  "--memory-limit", str(self.MEMORY_LIMIT), "--name", f"worker{i}"],
-                stdout=logs[i + 1], stderr=logs[i + 1]))
+                stdout=logs[i + 1], stderr=logs[i + 1], env=env))
         return self
 
     def log(self, name: str) -> str:

@@ -132,3 +132,65 @@ def test_open_stac_bad_arguments_are_catalog_errors(tmp_path: Path) -> None:
         assert isinstance(info.value, ValueError)
     with pytest.raises(rx.RumiSourceTypeError, match="cannot read a STAC Item from 'int'"):
         rx.open_stac([5])
+
+
+@pytest.fixture(scope="module")
+def scene(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from rumi_xarray.write.to_rumi import write_array
+
+    path = tmp_path_factory.mktemp("keywords") / "scene.rumi"
+    write_array(path, np.ones((1, 1, 8, 8), dtype=np.uint16), bands=["B04"],
+                time=["2024-05-01"], transform=(10, 0, 0, 0, -10, 0), crs=32633, tile_size=8)
+    return path
+
+
+@pytest.mark.parametrize(("keywords", "kind", "wrong"), [
+    ({"nodata": "abc"}, rx.RumiArgumentError, "nodata='abc' is not a number"),
+    ({"nodata": True}, rx.RumiArgumentTypeError, "nodata=True must be a number"),
+    ({"nodata": [1, 2]}, rx.RumiArgumentTypeError, "nodata=[1, 2] must be a number"),
+    ({"scale_factor": "x"}, rx.RumiArgumentTypeError, "scale_factor='x' must be a number"),
+    ({"scale_factor": 0}, rx.RumiArgumentError, "scale_factor=0 must be a finite number"),
+    ({"add_offset": float("inf")}, rx.RumiArgumentError, "add_offset=inf must be finite"),
+    ({"add_offset": "y"}, rx.RumiArgumentTypeError, "add_offset='y' must be a number"),
+    ({"units": 5}, rx.RumiArgumentTypeError, "units=5 must be a string"),
+    ({"band_as_variable": "yes"}, rx.RumiArgumentTypeError,
+     "band_as_variable='yes' must be True or False"),
+    ({"mask_and_scale": "no"}, rx.RumiArgumentTypeError, "mask_and_scale='no' must be True"),
+    ({"decode_times": "no"}, rx.RumiArgumentTypeError, "decode_times='no' must be True"),
+    ({"decode_timedelta": 2}, rx.RumiArgumentTypeError, "decode_timedelta=2 must be True"),
+    ({"use_cftime": "x"}, rx.RumiArgumentTypeError, "use_cftime='x' must be True"),
+    ({"concat_characters": "x"}, rx.RumiArgumentTypeError, "concat_characters='x' must be"),
+    ({"decode_coords": "bogus"}, rx.RumiArgumentError, "decode_coords='bogus' must be True"),
+    ({"drop_variables": 5}, rx.RumiArgumentTypeError, "drop_variables=5 must be a variable"),
+    ({"header": "abc"}, rx.RumiArgumentTypeError, "header='abc' must be the header's bytes"),
+    ({"storage_options": 5}, rx.RumiArgumentTypeError, "storage_options=5 must be a dict"),
+    ({"sidecar": 5}, rx.RumiArgumentTypeError, "sidecar=5 must be True, False or the path"),
+    ({"sidecar": "yes"}, rx.RumiFileNotFoundError, "sidecar='yes' names no existing file"),
+])
+def test_bad_open_keywords_are_typed_and_name_keyword_and_file(
+        scene: Path, keywords: dict, kind: type, wrong: str) -> None:
+    for chunks in (None, {}):
+        with pytest.raises(kind) as info:
+            xr.open_dataset(scene, engine="rumi", chunks=chunks, **keywords)
+        err = info.value
+        assert isinstance(err, rx.RumiError)
+        assert str(err).startswith(f"{scene}: ")
+        assert wrong.replace("must be finite", "must be a finite number") in str(err), err
+        if kind is not rx.RumiFileNotFoundError:
+            assert err.keyword == next(iter(keywords))
+            assert isinstance(err, ValueError)  # a wrong value, as such errors always were
+            assert isinstance(err, TypeError) == (kind is rx.RumiArgumentTypeError)
+
+
+def test_good_open_keywords_still_open(scene: Path) -> None:
+    ds = xr.open_dataset(scene, engine="rumi", nodata="0", scale_factor=0.5, add_offset=1,
+                         units="1", band_as_variable=np.bool_(False), decode_coords="all",
+                         decode_times=xr.coders.CFDatetimeCoder(), drop_variables=["x_"],
+                         header=bytearray(rx.open_dataset(scene).rumi.header))
+    assert float(ds.band_data.isel(time=0, band=0, y=0, x=0)) == 1.5
+
+
+def test_the_accessor_on_data_not_from_rumi_is_a_typed_error() -> None:
+    with pytest.raises(rx.RumiArgumentError, match="not backed by a Rumi file") as info:
+        _ = xr.Dataset({"v": ("x", [1, 2])}).rumi.header
+    assert isinstance(info.value, ValueError)  # what it raised before

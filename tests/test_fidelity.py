@@ -411,7 +411,11 @@ def test_open_keywords_for_files_written_elsewhere(tmp_path: Path) -> None:
     # Keywords win over a sidecar; sidecar=False ignores it, a path reads another one.
     write_array(path, data, bands=["a", "b"], time=["2024-01-01"], tile_size=8, nodata=1)
     assert xr.open_dataset(path, engine="rumi", nodata=0).band_data.encoding["_FillValue"] == 0
-    assert xr.open_dataset(path, engine="rumi", sidecar=False).band_data.dtype == np.uint16
+    unmasked = xr.open_dataset(path, engine="rumi", sidecar=False, mask_and_scale=False)
+    assert unmasked.band_data.dtype == np.uint16 and "_FillValue" not in unmasked.band_data.attrs
+    # Without nodata, mask_and_scale=True still gives rioxarray's float32 (nothing masked).
+    masked = xr.open_dataset(path, engine="rumi", sidecar=False, mask_and_scale=True).band_data
+    assert masked.dtype == np.float32 and not masked.isnull().any()
     other = tmp_path / "other.json"
     other.write_text(json.dumps({"format": "rumi-xarray-sidecar", "version": 1,
                                  "nodata": 5}))
@@ -556,8 +560,10 @@ def test_to_netcdf_with_the_default_engine_and_back(converted: Path, tmp_path: P
     assert back.rio.crs.to_epsg() == EPSG and back.rio.transform() == ds.rio.transform()
     np.testing.assert_array_equal(back.time.values, ds.time.values)
     assert not any(str(k).startswith("rumi_") for k in back.band_data.attrs)
-    # A selected band still plots with its own label, not a list of all of them.
-    assert "long_name" not in ds.band_data.sel(band="B08").attrs
+    # A selected band still plots with one label, not a list of all of them (CF wants a
+    # long_name on every data variable: tests/test_netcdf_cf.py).
+    assert ds.band_data.sel(band="B08").attrs["long_name"] == "band data"
+    assert back.band_data.attrs["long_name"] == "band data"
 
 
 def test_rio_to_raster_gets_no_rumi_tags(converted: Path, tmp_path: Path) -> None:

@@ -71,7 +71,8 @@ def test_every_single_bit_flip_raises_naming_the_file(small, tmp_path):
         damaged[position] ^= 1 << rng.randrange(8)
         corrupt.write_bytes(bytes(damaged))
         cache.clear_cache()
-        with pytest.raises((OSError, ValueError), match=r"corrupt\.rumi"):
+        # Typed (a RumiError naming the file), and an integrity failure, not a refusal.
+        with pytest.raises((rx.RumiIOError, rx.RumiFormatError), match=r"corrupt\.rumi"):
             if trial % 2:  # the lazy path, with the header a catalog would give
                 var = xr.open_dataset(corrupt, engine="rumi", header=header).band_data
             else:  # dask chunks (read groups)
@@ -102,6 +103,7 @@ except rx.RumiSettingsError as exc:
 
 
 def test_hostile_inputs_never_crash_or_hang(small, corpus, tmp_path):
+    # The program also fails on any error that is not an rx.RumiError.
     path, header, _ = small
     other_header = corpus["cell_hwbt_u16"][1]
     examples = int(os.environ.get("RUMI_FUZZ_EXAMPLES", "150"))

@@ -92,3 +92,47 @@ def test_http_errors_name_the_url(http_server, published, karu_fail_fast):
     http_server.fail(f"/{file}", 500)
     with pytest.raises(OSError, match=file):
         var.isel(time=0).load()
+
+
+def test_remote_open_overlaps_the_sidecar_with_the_metadata_reads(remote_dir, tmp_path):
+    # Three requests (two metadata ranges, the sidecar GET) used to run one
+    # after the other. With 0.3 s of latency per answer, the sidecar's GET
+    # must arrive while the first range is still being answered.
+    from tests.servers import RangeHTTPServer
+
+    data = np.arange(2 * 64 * 64, dtype=np.uint16).reshape(1, 2, 64, 64)
+    write_array(remote_dir / "scaled.rumi", data, bands=["B1", "B2"], time=["2024-05-01"],
+                tile_size=32, nodata=0, scale_factor=0.5)
+    delay = 0.3
+    with RangeHTTPServer(remote_dir, delay=delay) as server:
+        ds = xr.open_dataset(server.url("scaled.rumi"), engine="rumi")
+        ranges = server.requests("scaled.rumi")
+        side = server.requests("scaled.rumi.aux.json")
+        values = ds.band_data.values
+    assert len(ranges) == 2 and len(side) == 1, (ranges, side)
+    first = min(r.arrived for r in ranges)
+    assert side[0].arrived - first < delay, "the sidecar GET waited for the metadata"
+    assert ds.band_data.encoding["scale_factor"] == 0.5
+    expected = np.where(data == 0, np.nan, data * np.float32(0.5))
+    np.testing.assert_array_equal(values, expected)
+
+
+def test_prefetched_sidecar_warnings_appear_at_the_users_line(remote_dir):
+    # The GET runs in a thread, its outcome is taken on the caller's thread:
+    # the warning about an unreadable sidecar points at this file's line.
+    import warnings
+
+    from tests.servers import RangeHTTPServer
+
+    data = np.ones((1, 1, 16, 16), dtype=np.uint8)
+    write_array(remote_dir / "badside.rumi", data, bands=["B1"], time=["2024-05-01"],
+                tile_size=16, nodata=0)
+    with RangeHTTPServer(remote_dir, fail=["/badside.rumi.aux.json"]) as server:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            ds = xr.open_dataset(server.url("badside.rumi"), engine="rumi")
+        side = server.requests("badside.rumi.aux.json")
+    found = [w for w in caught if "cannot read the sidecar" in str(w.message)]
+    assert len(found) == 1 and len(side) >= 1
+    assert "_FillValue" not in ds.band_data.encoding
+    assert found[0].filename == __file__, found[0].filename

@@ -704,10 +704,16 @@ def test_empty_search(empty):
 
 
 def test_bad_arguments(rumi_items):
-    with pytest.raises(ValueError, match="geobox= fixes the output grid"):
+    with pytest.raises(rx.RumiCatalogError, match="geobox= fixes the output grid"):
         rx.open_stac(rumi_items, geobox=GEOBOX, crs="EPSG:32633")
-    with pytest.raises(ValueError, match="Bad resampling"):
-        rx.open_stac(rumi_items, geobox=GEOBOX, resampling="sideways", chunks={})
+    for chunks in ({}, None):  # refused on every path, before anything is planned
+        with pytest.raises(rx.RumiCatalogError,
+                           match=r"resampling='sideways' is not a resampling odc-geo "
+                                 r"knows \(Bad resampling parameter: sideways\); use one "
+                                 r"of \[.*'bilinear'"):
+            rx.open_stac(rumi_items, geobox=GEOBOX, resampling="sideways", chunks=chunks)
+    with pytest.raises(rx.RumiCatalogError, match="resampling=5"):
+        rx.open_stac(rumi_items, resampling=5)
 
 
 # --- command line --------------------------------------------------------------------

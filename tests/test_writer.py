@@ -98,8 +98,18 @@ def test_every_supported_dtype_round_trips_bit_for_bit(tmp_path: Path, dtype: st
     header = to_rumi(cube(data), path, tile_size=16)
     got = read(path, header)
     assert same_bits(got, data)
-    opened = rx.open_dataset(path)["band_data"].values
+    opened = rx.open_dataset(path, mask_and_scale=False)["band_data"].values
     assert same_bits(opened, data)
+    assert same_bits(rx.open_dataset(path)["band_data"].values, data)  # xarray's default
+    # mask_and_scale=True asked for: integers come back as rioxarray gives them,
+    # float32 up to 16 bits, float64 above, the same numbers.
+    decoded = rx.open_dataset(path, mask_and_scale=True)["band_data"].values
+    kind = np.dtype(dtype).kind
+    if kind in "iu":
+        assert decoded.dtype == (np.float32 if np.dtype(dtype).itemsize <= 2 else np.float64)
+        np.testing.assert_array_equal(decoded, data.astype(decoded.dtype))
+    else:
+        assert same_bits(decoded, data)
 
 
 @pytest.mark.parametrize("frame", sorted(PATTERNS))
@@ -205,8 +215,9 @@ def test_without_crs_there_is_no_georeferencing(tmp_path: Path) -> None:
     to_rumi(plain, path, tile_size=8)
     meta = rumi.info(source=os.fspath(path))
     assert meta.transform is None and meta.crs is None
-    assert meta.bands == ["band_1", "band_2"]
+    assert meta.bands == ["1", "2"]
     back = rx.open_dataset(path)
+    assert back.band.values.tolist() == [1, 2]  # rioxarray's labels
     assert "x" not in back.coords and "spatial_ref" not in back.coords
     assert same_bits(back["band_data"].values, data)
 
@@ -338,6 +349,58 @@ def test_progress_bar_on_request(tmp_path: Path, capfd: pytest.CaptureFixture[st
     assert "compressing" not in capfd.readouterr().err
 
 
+class _TaskCount:
+    """Counts the tasks dask's local schedulers run (a dask Callback)."""
+
+    def __init__(self) -> None:
+        from dask.callbacks import Callback
+
+        self.tasks = 0
+        counter = self
+
+        class Count(Callback):
+            def _pretask(self, key: object, dask: object, state: object) -> None:
+                counter.tasks += 1
+
+        self.callback = Count()
+
+
+@pytest.mark.parametrize("source", ["numpy", "dask"])
+def test_writing_many_small_frames_runs_a_bounded_number_of_tasks(
+        tmp_path: Path, source: str) -> None:
+    # The quadratic writer made one single-frame slice per frame; now the
+    # number of dask tasks follows the blocks, not the frames: tile 4 here
+    # makes 16x the frames of tile 16 and no more tasks (numpy input is
+    # chunked in blocks of WRITE_BLOCK_PIXELS; dask input keeps its chunks).
+    expected = sample("uint16", (2, 2, 128, 128), seed=11)
+    data: np.ndarray | da.Array = expected
+    if source == "dask":
+        data = da.from_array(expected, chunks=(1, 1, 64, 64))
+    tasks = {}
+    for tile in (16, 4):
+        count = _TaskCount()
+        path = tmp_path / f"t{tile}.rumi"
+        with count.callback:
+            header = to_rumi(cube(data), path, tile_size=tile, progress=False)
+        assert same_bits(read(path, header), expected)
+        assert rumi.info(source=os.fspath(path)).frames == 2 * 2 * (128 // tile) ** 2
+        tasks[tile] = count.tasks
+    assert tasks[4] == tasks[16], tasks
+    assert tasks[4] <= 3 * 2 * 2 * 4, tasks  # a few tasks per 64² block, never per frame
+
+
+def test_progress_is_logged_when_bars_are_off(tmp_path: Path,
+                                              caplog: pytest.LogCaptureFixture) -> None:
+    data = sample("uint8", (1, 2, 64, 64))
+    with caplog.at_level("INFO", logger="rumi_xarray"):
+        to_rumi(cube(data), tmp_path / "l.rumi", tile_size=8, progress=False)
+    lines = [r.getMessage() for r in caplog.records if r.name == "rumi_xarray"]
+    assert lines[-1].startswith("compressing: 128/128 frames (100%)"), lines
+    assert 5 <= len(lines) <= 12, lines  # about every 10 %, not every frame
+    done = [int(line.split(": ")[1].split("/")[0]) for line in lines]
+    assert done == sorted(done)
+
+
 MEMORY_SCRIPT = textwrap.dedent("""
     import json, os, resource, sys
     import numpy as np, dask.array as da, xarray as xr
@@ -422,9 +485,9 @@ def bad_inputs() -> dict[str, tuple[object, dict, type[Exception], str]]:
     base = cube(sample("uint16", (3, 2, 8, 8)))
     times = base["time"].values
     plain = base.drop_vars("spatial_ref")
-    aeqd = "+proj=aeqd +lat_0=52 +lon_0=10 +x_0=0 +y_0=0 +datum=WGS84 +units=m +no_defs"
     return {
-        "non-EPSG CRS": (base, {"crs": aeqd}, ValueError, "has no EPSG code"),
+        "unparsable CRS": (base, {"crs": "EPSG:not-a-code"}, ValueError,
+                           "cannot parse the CRS"),
         "duplicate time": (base.assign_coords(time=[times[0], times[0], times[2]]), {},
                            ValueError, "time repeats at step 1"),
         "backwards time": (base.assign_coords(time=times[::-1]), {},

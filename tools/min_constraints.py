@@ -8,7 +8,10 @@ Every requirement of ``[project] dependencies`` and of the optional extras
 that ``--extra`` (default ``test``) pulls in, directly or through
 ``rumi-xarray[...]``, is pinned to ``==`` its ``>=`` floor. When one package
 is listed twice (``zarr>=3`` and ``zarr>=3.1``) the higher floor is the real
-one. A requirement without a ``>=`` floor is left to pip.
+one. A requirement without a ``>=`` floor is left to pip. A package that
+``requirements/pins.in`` pins (torch: only its CPU build lies on this kind of
+machine, any other version downloads a multi-GB CUDA build) keeps that pin
+instead of its floor.
 
 Usage: ``python tools/min_constraints.py [pyproject.toml] [--extra NAME]``.
 """
@@ -82,6 +85,17 @@ def floors(pyproject: dict, extra: str) -> dict[str, str]:
     return found
 
 
+def machine_pins(path: Path) -> dict[str, str]:
+    """Return ``{normalized name: "==version"}`` of the pins file (``name==version`` lines)."""
+    pins = {}
+    if path.is_file():
+        for line in path.read_text().splitlines():
+            name, sep, version = line.split("#")[0].strip().partition("==")
+            if sep:
+                pins[normalize(name)] = version
+    return pins
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print the constraints for the given pyproject.toml."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -92,7 +106,12 @@ def main(argv: list[str] | None = None) -> int:
         data = tomllib.load(f)
     print(f"# Declared floors of {args.pyproject} (core + extra {args.extra!r}), "
           f"written by tools/min_constraints.py")
+    pins = machine_pins(args.pyproject.parent / "requirements" / "pins.in")
     for name, version in sorted(floors(data, args.extra).items()):
+        if name in pins:
+            print(f"# {name}: its floor is {version}, requirements/pins.in pins the build this "
+                  "machine has")
+            version = pins[name]
         print(f"{name}=={version}")
     return 0
 

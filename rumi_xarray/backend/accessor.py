@@ -6,49 +6,14 @@ nothing heavy): everything it needs loads when it is used.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import xarray as xr
 
-from rumi_xarray.formatting import human_size
+from rumi_xarray.errors import RumiArgumentError
+from rumi_xarray.model.costs import Explanation
 
 __all__ = ["Explanation", "RumiDataArrayAccessor", "RumiDatasetAccessor", "explain"]
-
-
-@dataclass(frozen=True)
-class Explanation:
-    """What reading an object would cost, planned by librumi without I/O.
-
-    Attributes
-    ----------
-    calls : int
-        Native read calls (one per chunk of a dask array, one per access of a
-        lazily indexed one, each one plan and one transport submission).
-    items : int
-        Windows across those calls.
-    frames : int
-        Frames the calls decode.
-    compressed_bytes : int
-        Bytes fetched from storage (sum of planned ranges).
-    decoded_bytes : int
-        Bytes the calls return.
-    ranges : int
-        Byte ranges planned (the transport coalesces neighbours into fewer
-        requests).
-    """
-
-    calls: int
-    items: int
-    frames: int
-    compressed_bytes: int
-    decoded_bytes: int
-    ranges: int
-
-    def __str__(self) -> str:
-        return (f"{self.calls} native read call(s), {self.items} window(s), {self.frames} "
-                f"frame(s): {human_size(self.compressed_bytes)} compressed in {self.ranges} "
-                f"range(s) -> {human_size(self.decoded_bytes)} decoded")
 
 
 def explain(obj: xr.Dataset | xr.DataArray) -> Explanation:
@@ -82,8 +47,10 @@ def explain(obj: xr.Dataset | xr.DataArray) -> Explanation:
                 frames += len(ranges)
                 nranges += len(ranges)
                 compressed += sum(length for _, length in ranges)
+    tables = tuple(dict.fromkeys(cost for array, _ in planned
+                                 if (cost := getattr(array.cube.scenes, "cost", ""))))
     return Explanation(calls=calls, items=items, frames=frames, compressed_bytes=compressed,
-                       decoded_bytes=decoded, ranges=nranges)
+                       decoded_bytes=decoded, ranges=nranges, tables=tables)
 
 
 def _reads(obj: xr.Dataset | xr.DataArray) -> list[tuple[Any, Any]]:
@@ -147,8 +114,8 @@ class _RumiAccessor:
         for var in variables:
             if "rumi_header" in var.encoding:
                 return dict(var.encoding)
-        raise ValueError("this object is not backed by a Rumi file opened with rumi_xarray "
-                         "(no rumi_header in its variables' encoding)")
+        raise RumiArgumentError("this object is not backed by a Rumi file opened with "
+                                "rumi_xarray (no rumi_header in its variables' encoding)")
 
     @property
     def header(self) -> bytes:
@@ -196,6 +163,47 @@ class _RumiAccessor:
         Explanation
         """
         return explain(self._obj)
+
+    def chips(self, starts: Any, size: int, **kwargs: Any) -> xr.DataArray:
+        """Read chips as a labelled ``(chip, band, y, x)`` DataArray.
+
+        See ``rumi_xarray.backend.chips.chips``: one ``read_many`` per
+        batch (per scene-local date), each chip with its ``time``, pixel
+        centres, bounds and CRS.
+
+        Parameters
+        ----------
+        starts : array-like
+            ``(n, 3)`` ``(time, row, col)`` of each chip's upper-left pixel.
+        size : int
+        **kwargs
+            ``bands``, ``boundless``, ``fill_value``, ``mask_and_scale``.
+
+        Returns
+        -------
+        xarray.DataArray
+        """
+        from rumi_xarray.backend.chips import chips
+
+        return chips(self._obj, starts, size, **kwargs)
+
+    def explain_chips(self, starts: Any, size: int, **kwargs: Any) -> Explanation:
+        """Dry-run :meth:`chips`: native calls, frames and bytes, with no I/O.
+
+        Parameters
+        ----------
+        starts : array-like
+        size : int
+        **kwargs
+            ``bands``, ``boundless``.
+
+        Returns
+        -------
+        Explanation
+        """
+        from rumi_xarray.backend.chips import explain_chips
+
+        return explain_chips(self._obj, starts, size, **kwargs)
 
     def to_rumi(self, path: Any, **kwargs: Any) -> bytes:
         """Write this object as a Rumi file; see :func:`rumi_xarray.to_rumi`.

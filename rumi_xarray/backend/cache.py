@@ -279,6 +279,9 @@ def _resize(value: int | None) -> None:
 
 
 options.on_change("cache_bytes", lambda value: _resize(value))
+# Tiles decoded while verification was off must not be served once it is asked
+# for again: the next read then goes to librumi, which verifies or refuses.
+options.on_change("verify", lambda value: _cache.clear() if _cache is not None else None)
 
 
 def clear_cache() -> None:

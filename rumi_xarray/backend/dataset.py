@@ -9,6 +9,7 @@ behaves exactly as with xarray's other backends, lazily.
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -21,10 +22,11 @@ from xarray.core import indexing
 from rumi_xarray import options
 from rumi_xarray.backend.array import RumiBackendArray
 from rumi_xarray.backend.wrappers import find_backend
-from rumi_xarray.conventions import georef
+from rumi_xarray.conventions import crs_index, georef, netcdf
 from rumi_xarray.conventions.bands import BandLabels
 from rumi_xarray.conventions.time import TIME_UNITS, time_seconds
 from rumi_xarray.dask.sizes import converts_to_numpy, dask_chunk_bytes, query_planning
+from rumi_xarray.errors import user_stacklevel
 from rumi_xarray.model.cube import Cube
 from rumi_xarray.model.grid import CUBE_DIMS
 
@@ -50,8 +52,9 @@ class Labels:
     bounds : numpy.ndarray or None
         ``(n, 2)`` interval bounds in POSIX seconds.
     transform : tuple of float or None
-    crs : int or None
-        EPSG code.
+    crs : int, str or None
+        EPSG code, or the full CRS (WKT) a sidecar keeps for a CRS that is
+        not exactly an EPSG one.
     pixel_is_point : bool or None
     cf : dict
         CF attributes Rumi has no field for (``_FillValue``, ``scale_factor``,
@@ -62,7 +65,7 @@ class Labels:
     seconds: np.ndarray
     bounds: np.ndarray | None
     transform: tuple[float, ...] | None
-    crs: int | None
+    crs: int | str | None
     pixel_is_point: bool | None
     cf: Mapping[str, Any] = field(default_factory=dict)
 
@@ -110,7 +113,7 @@ def _warn_query_planning() -> None:
         f"call each). rumi_xarray therefore uses read groups of "
         f"{QUERY_PLANNING_GROUP_BYTES // 2**20} MiB instead of dask's chunk size; "
         "rx.set_options(group_bytes=...) chooses another size." + _values_caveat(),
-        UserWarning, stacklevel=_user_stacklevel())
+        UserWarning, stacklevel=user_stacklevel())
 
 
 def _values_caveat() -> str:
@@ -119,24 +122,6 @@ def _values_caveat() -> str:
         return ""
     return (" In this mode dask arrays lack __array__ (dask/dask#11922): .values and "
             "numpy.asarray return an object array, so use .compute() or .load().")
-
-
-def _user_stacklevel() -> int:
-    """Return the ``stacklevel`` of the caller's first frame outside the libraries.
-
-    A warning points at the user's line that opened the data, not at the
-    xarray, dask or rumi_xarray code between it and the warning.
-    """
-    import sys
-    from types import FrameType
-
-    frame: FrameType | None = sys._getframe(2)  # the frame calling warnings.warn is level 1
-    level = 2
-    while frame is not None and frame.f_globals.get("__name__", "").partition(".")[0] in (
-            "rumi_xarray", "xarray", "dask", "importlib"):
-        frame = frame.f_back
-        level += 1
-    return level
 
 
 def preferred_chunks(cube: Cube, dims: tuple[str, ...]) -> dict[str, int]:
@@ -160,7 +145,8 @@ def preferred_chunks(cube: Cube, dims: tuple[str, ...]) -> dict[str, int]:
 
 def build(cube: Cube, labels: Labels, *, band_as_variable: bool = False,
           drop_variables: str | Iterable[str] | None = None,
-          decoders: Mapping[str, Any] | None = None) -> xr.Dataset:
+          decoders: Mapping[str, Any] | None = None,
+          promote_integers: bool = False) -> xr.Dataset:
     """Return the Dataset view of ``cube``.
 
     Parameters
@@ -174,6 +160,11 @@ def build(cube: Cube, labels: Labels, *, band_as_variable: bool = False,
     decoders : mapping, optional
         Keyword arguments of :func:`xarray.decode_cf` (``mask_and_scale``,
         ``decode_times``, ``use_cftime``, ``decode_coords``...).
+    promote_integers : bool, default False
+        Integer samples xarray's decoder leaves as they are (no nodata, no
+        scale) become the floats ``rioxarray.open_rasterio(...,
+        mask_and_scale=True)`` gives: what an explicit ``mask_and_scale=True``
+        asks for.
 
     Returns
     -------
@@ -215,13 +206,54 @@ def build(cube: Cube, labels: Labels, *, band_as_variable: bool = False,
     if indexed is not None:
         ds = ds.assign_coords(indexed)
     ds = xr.decode_cf(ds, drop_variables=_names(drop_variables), **dict(decoders or {}))
-    return _forget_dropped_grid_mapping(ds)
+    if promote_integers:
+        ds = _as_rioxarray_masks(ds, [n for n in variables if n in ds.variables])
+    # xarray compares this index whenever it aligns: mixed CRSs are refused.
+    ds = crs_index.attach(ds, georef.GRID_MAPPING, cube.name)
+    return netcdf.prepare(_forget_dropped_grid_mapping(ds))
+
+
+def _as_rioxarray_masks(ds: xr.Dataset, names: list[Hashable]) -> xr.Dataset:
+    """Give integer samples left undecoded the floats ``mask_and_scale=True`` gives in rioxarray.
+
+    xarray's decoder keeps integers when there is neither nodata nor scale
+    to apply; ``rioxarray.open_rasterio(mask_and_scale=True)`` always reads
+    masked, as float32 for samples of 16 bits or less and float64 for wider
+    ones, so ``rio.pad_box`` and ``rio.reproject`` fill with NaN. The cast
+    is lazy (xarray's own element-wise wrapper, as its CF decoders use), and
+    ``encoding["dtype"]`` keeps the stored type, as rioxarray records it.
+    """
+    from rumi_xarray.conventions.cf import gdal_decoded_type
+
+    try:
+        from xarray.coding.common import lazy_elemwise_func
+    except ImportError:  # xarray before 2024.11 kept it in coding.variables
+        from xarray.coding.variables import lazy_elemwise_func
+
+    changed: dict[Hashable, xr.Variable] = {}
+    for name in names:
+        var = ds.variables[name]
+        if var.dtype.kind not in "iu":
+            continue
+        target = gdal_decoded_type(var.dtype)
+        data = lazy_elemwise_func(var._data, functools.partial(_astype, dtype=target), target)
+        changed[name] = xr.Variable(var.dims, data, var.attrs,
+                                    encoding={**var.encoding, "dtype": var.dtype})
+    if not changed:
+        return ds
+    return ds.assign(changed)
+
+
+def _astype(values: Any, dtype: np.dtype) -> Any:
+    return np.asarray(values).astype(dtype)
 
 
 def _time_coords(labels: Labels) -> dict[Hashable, xr.Variable]:
     """Return ``time`` (always a dimension) and ``time_bnds``, CF-encoded."""
+    # POSIX seconds count no leap seconds: CF 1.11's units_metadata says so.
     attrs: dict[str, Any] = {"standard_name": "time", "long_name": "time", "axis": "T",
-                             "units": TIME_UNITS, "calendar": "proleptic_gregorian"}
+                             "units": TIME_UNITS, "calendar": "proleptic_gregorian",
+                             "units_metadata": "leap_seconds: none"}
     if labels.bounds is not None:
         attrs["bounds"] = "time_bnds"
     out: dict[Hashable, xr.Variable] = {

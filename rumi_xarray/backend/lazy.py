@@ -391,7 +391,10 @@ def execute_cells(cube: Cube, route: Route, out: np.ndarray) -> None:
         for (t, b), plane in planes.items():
             target.put(out, t, b, plane, 0, 0)
     idents: dict[int, tuple[Any, ...]] = {}
-    remote = any(coalescing(scene.source) for scene in cube.scenes)
+    # The scenes this read uses, not every scene: a cube over a table on disk looks
+    # its scenes up when they are read.
+    remote = any(coalescing(cube.scenes[s].source)
+                 for call, _ in (*route.fills, *route.reads) for s in set(call.scenes))
     for (call, members), block in _decoded(cube, route.fills, remote, scratch=False):
         entries = []
         for k, i in enumerate(members):

@@ -11,8 +11,9 @@ import xarray as xr
 from rumi_xarray.backend import (
     accessor,  # noqa: F401  (registers the .rumi accessor)
     dataset,
+    keywords,
 )
-from rumi_xarray.conventions import cf
+from rumi_xarray.conventions import cf, georef
 from rumi_xarray.model.cube import Cube, Scene
 from rumi_xarray.model.grid import Grid
 from rumi_xarray.native import reads
@@ -36,7 +37,12 @@ def open_scene(filename_or_obj: Any, *, header: bytes | None = None,
     scene : Scene
     meta : rumi.Metadata
     """
-    source = resolve.resolve(filename_or_obj, storage_options=storage_options)
+    return scene_of(resolve.resolve(filename_or_obj, storage_options=storage_options),
+                    header)
+
+
+def scene_of(source: Any, header: bytes | None = None) -> tuple[Scene, Any]:
+    """Read a resolved source's metadata and return it as a scene (see :func:`open_scene`)."""
     if header is not None:
         header = bytes(header)
     meta = reads.info(source, header)
@@ -60,15 +66,27 @@ def open_rumi(filename_or_obj: Any, *, drop_variables: str | Iterable[str] | Non
     -------
     xarray.Dataset
     """
-    scene, meta = open_scene(filename_or_obj, header=header, storage_options=storage_options)
+    keywords.check(filename_or_obj, band_as_variable=band_as_variable,
+                   mask_and_scale=mask_and_scale, decode_times=decode_times,
+                   decode_timedelta=decode_timedelta, use_cftime=use_cftime,
+                   concat_characters=concat_characters, decode_coords=decode_coords,
+                   drop_variables=drop_variables, header=header,
+                   storage_options=storage_options, nodata=nodata, scale_factor=scale_factor,
+                   add_offset=add_offset, units=units, sidecar=sidecar)
+    source = resolve.resolve(filename_or_obj, storage_options=storage_options)
+    # A remote sidecar's GET overlaps the metadata reads instead of following them.
+    pending = cf.prefetch(source, sidecar=sidecar, storage_options=storage_options)
+    scene, meta = scene_of(source, header)
     grid = Grid.from_metadata(meta)
     cube = Cube.single(scene, grid)
     facts = cf.gather(scene.source, sidecar=sidecar, storage_options=storage_options,
                       nodata=nodata, scale_factor=scale_factor, add_offset=add_offset,
-                      units=units, dtype=grid.dtype, where=scene.name)
+                      units=units, dtype=grid.dtype, where=scene.name, pending=pending)
     labels = dataset.Labels.from_metadata(meta, scene.name)
-    labels = dataset.Labels(labels.bands, labels.seconds, labels.bounds, labels.transform,
-                            labels.crs, labels.pixel_is_point, facts)
+    transform, crs, pixel_is_point = georef.with_sidecar(
+        labels.transform, labels.crs, labels.pixel_is_point, facts, scene.name)
+    labels = dataset.Labels(labels.bands, labels.seconds, labels.bounds, transform, crs,
+                            pixel_is_point, facts)
     # xarray's defaults for every engine: masked and scaled, times decoded.
     decoders: dict[str, Any] = {
         "mask_and_scale": True if mask_and_scale is None else mask_and_scale,
@@ -78,8 +96,12 @@ def open_rumi(filename_or_obj: Any, *, drop_variables: str | Iterable[str] | Non
                         ("decode_coords", decode_coords)):
         if value is not None:
             decoders[name] = value
+    # An explicit mask_and_scale=True asks for rioxarray's masked reading (floats even
+    # without nodata); xarray's default decoding keeps integers that have nothing to mask,
+    # as for its netCDF and Zarr engines, so a default load costs what rumi.read costs.
     return dataset.build(cube, labels, band_as_variable=band_as_variable,
-                         drop_variables=drop_variables, decoders=decoders)
+                         drop_variables=drop_variables, decoders=decoders,
+                         promote_integers=mask_and_scale is True)
 
 
 def open_dataset(filename_or_obj: Any, *, chunks: Any = None, **kwargs: Any) -> xr.Dataset:

@@ -9,9 +9,10 @@ per chunk.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -23,7 +24,7 @@ from rumi_xarray.backend import (
     dataset,
 )
 from rumi_xarray.catalogs.table import COLUMNS, catalog
-from rumi_xarray.conventions import cf
+from rumi_xarray.conventions import cf, georef
 from rumi_xarray.errors import (
     RumiCatalogError,
     RumiCatalogKeyError,
@@ -42,26 +43,17 @@ DUPLICATES = ("keep", "first", "last", "error")
 REQUIRED = ("path", "header", "time_seconds", "bands")
 
 
-def _load(table: pd.DataFrame | str | os.PathLike[str],
-          storage_options: dict[str, Any] | None = None) -> pd.DataFrame:
-    if isinstance(table, pd.DataFrame):
-        return table.reset_index(drop=True)
-    path = os.fsdecode(table)
-    name = source_name(path)
+@contextlib.contextmanager
+def _reading_table(name: str) -> Iterator[None]:
+    """Turn what reading a catalog table raises into typed errors without credentials."""
     try:
-        if "://" in path:
-            # Through fsspec, like every other remote read: pandas would use urllib
-            # for http(s), which cannot take credentials and quotes them in errors.
-            import fsspec
-
-            with fsspec.open(path, "rb", **dict(storage_options or {})) as f:
-                frame = pd.read_parquet(f)
-        else:
-            frame = pd.read_parquet(path)
+        yield
     except FileNotFoundError as exc:
         raise os_error(RumiFileNotFoundError, errno.ENOENT,
                        f"{name}: no such catalog file (open_catalog reads the Parquet table "
                        f"written by rx.catalog(...).to_parquet(path))", name) from exc
+    except (RumiCatalogError, RumiCatalogKeyError):
+        raise
     except OSError as exc:
         raise with_context(exc, f"{name}: cannot read the catalog", source=name) from exc
     except ImportError as exc:
@@ -74,7 +66,6 @@ def _load(table: pd.DataFrame | str | os.PathLike[str],
         raise RumiCatalogError(
             f"{name}: not a readable Parquet catalog table ({type(exc).__name__}: "
             f"{redact_text(' '.join(str(exc).split()))})") from exc
-    return frame.reset_index(drop=True)
 
 
 def _as_list(value: Any) -> list[Any] | None:
@@ -161,7 +152,8 @@ def _order(rows: pd.DataFrame, duplicates: str) -> pd.DataFrame:
 def open_catalog(table: pd.DataFrame | str | os.PathLike[str], *, chunks: Any = None,
                  duplicates: str = "keep", band_as_variable: bool = False,
                  mask_and_scale: bool = True, decode_times: bool = True,
-                 storage_options: dict[str, Any] | None = None) -> xr.Dataset:
+                 storage_options: dict[str, Any] | None = None, time: Any = None,
+                 bbox: Any = None, coords: Any = "numeric") -> xr.Dataset:
     """Open the scenes of a catalog as one cube, without any request to the files.
 
     Rows are stacked along ``time``, sorted by time and then by path. Every
@@ -169,10 +161,22 @@ def open_catalog(table: pd.DataFrame | str | os.PathLike[str], *, chunks: Any = 
     layout, nodata, scale and offset; the first row that does not is named in
     a :class:`~rumi_xarray.errors.RumiCatalogError`.
 
+    A table on disk or in object storage (a Parquet file, or a folder of them,
+    partitioned or not) is an index, not a list: opening reads the footers
+    (row-group statistics), the time column of the row groups a ``time=``
+    selection keeps, and one row; every dask task reads the rows of its own
+    scenes when it runs (``rumi_xarray.catalogs.index``). Its rows are
+    checked against the reference row when a task uses them, so a row that
+    cannot join the cube fails that task, naming the row and file. Ties in
+    time keep table order (the paths are not read at open).
+
     Parameters
     ----------
-    table : pandas.DataFrame or path to a Parquet file
-        As built by :func:`rumi_xarray.catalog`.
+    table : pandas.DataFrame, or path or URL of a Parquet file or folder
+        As built by :func:`rumi_xarray.catalog` (``to_parquet``); a folder's
+        files (any depth, hive partitions included; names starting with
+        ``_`` or ``.`` skipped) are one table, so appending is writing
+        another file.
     chunks : dict, int, str or tuple, optional
         As for :func:`xarray.open_dataset`: ``{}`` one read group per chunk
         (scenes stacked along time, one ``read_many`` each), ``"auto"``
@@ -185,7 +189,21 @@ def open_catalog(table: pd.DataFrame | str | os.PathLike[str], *, chunks: Any = 
         Apply the catalog's nodata, scale and offset (CF decoding).
     decode_times : bool, default True
     storage_options : dict, optional
-        fsspec options for fsspec-only protocols.
+        fsspec options for the table and for fsspec-only protocols; dask
+        workers read the table with them (or with their environment).
+    time : slice, str or datetime, optional
+        Only scenes with a time step in this selection
+        (``slice("2024-01-01", "2024-12-31")``; a partial date string spans its
+        period, as ``.sel`` does); on disk, row groups whose statistics lie
+        outside are never read.
+    bbox : (min lon, min lat, max lon, max lat), optional
+        Crop the cube to the pixels intersecting this WGS84 box (odc-stac's
+        ``bbox``), before any read.
+    coords : "numeric", "all", list of str or None, default "numeric"
+        For a table on disk: its extra columns read at open as time
+        coordinates (numbers, booleans and times by default; strings cost
+        more and are left in the table unless named, as ``explain()`` says).
+        Rows in memory always give every scalar column.
 
     Returns
     -------
@@ -204,7 +222,24 @@ def open_catalog(table: pd.DataFrame | str | os.PathLike[str], *, chunks: Any = 
         stacked (a ``ValueError``); :class:`RumiCatalogKeyError` when it
         lacks a required column.
     """
-    rows = _load(table, storage_options)
+    if duplicates not in DUPLICATES:
+        raise RumiCatalogError(f"duplicates must be one of {DUPLICATES}, got {duplicates!r}")
+    if isinstance(table, (str, os.PathLike)):
+        ds = _open_table(os.fsdecode(table), storage_options=storage_options, time=time,
+                         duplicates=duplicates, coords=coords,
+                         band_as_variable=band_as_variable,
+                         decoders={"mask_and_scale": mask_and_scale,
+                                   "decode_times": decode_times})
+        return _finish(ds, time, bbox, chunks)
+    if hasattr(table, "to_pandas") and not isinstance(table, pd.DataFrame):
+        table = table.to_pandas()  # a pyarrow Table of catalog rows
+    if not isinstance(table, pd.DataFrame):
+        raise RumiCatalogError(f"open_catalog takes catalog rows (a pandas DataFrame or "
+                               f"pyarrow Table) or the path of a Parquet table, got "
+                               f"{type(table).__name__}")
+    rows = table.reset_index(drop=True)
+    if time is not None and not rows.empty and "time_seconds" in rows.columns:
+        rows = _rows_in_time(rows, time)
     if rows.empty:
         raise RumiCatalogError("the catalog has no rows")
     missing = [c for c in REQUIRED if c not in rows.columns]
@@ -232,11 +267,147 @@ def open_catalog(table: pd.DataFrame | str | os.PathLike[str], *, chunks: Any = 
                        decoders={"mask_and_scale": mask_and_scale,
                                  "decode_times": decode_times})
     ds = ds.assign_coords(_extra_coords(rows, [g.time_count for g in grids]))
+    return _finish(ds, time, bbox, chunks)
+
+
+def _rows_in_time(rows: pd.DataFrame, time: Any) -> pd.DataFrame:
+    """Keep the rows with a time step in ``time`` (as a table on disk does)."""
+    from rumi_xarray.catalogs.index import time_bounds
+
+    lo, hi = time_bounds(time)
+    keep = [(lo is None or max(s) >= lo) and (hi is None or min(s) <= hi)
+            for s in rows["time_seconds"]]
+    return rows[np.asarray(keep, dtype=bool)]
+
+
+def _finish(ds: xr.Dataset, time: Any, bbox: Any, chunks: Any) -> xr.Dataset:
+    """Apply the exact time and bbox selections, then chunk as open_dataset does."""
+    if time is not None:
+        from rumi_xarray.catalogs.index import time_bounds
+
+        lo, hi = time_bounds(time)
+        seconds = ds.time.values.astype("datetime64[s]").astype(np.int64) if (
+            np.issubdtype(ds.time.dtype, np.datetime64)) else np.asarray(ds.time.values)
+        keep = np.ones(len(seconds), dtype=bool)
+        if lo is not None:
+            keep &= seconds >= lo
+        if hi is not None:
+            keep &= seconds <= hi
+        if not keep.all():
+            ds = ds.isel(time=np.flatnonzero(keep))
+    if bbox is not None:
+        ds = ds.isel(_bbox_window(ds, bbox))
     if chunks is None:
         return ds
     from rumi_xarray.dask.chunks import chunk_like_open_dataset
 
     return chunk_like_open_dataset(ds, chunks)
+
+
+def _bbox_window(ds: xr.Dataset, bbox: Any) -> dict[str, slice]:
+    """Return the pixel window of the cube intersecting a WGS84 bbox."""
+    try:
+        west, south, east, north = (float(v) for v in bbox)
+    except (TypeError, ValueError) as exc:
+        raise RumiCatalogError(f"bbox= takes (min lon, min lat, max lon, max lat), got "
+                               f"{bbox!r}") from exc
+    if not (west < east and south < north):
+        raise RumiCatalogError(f"bbox= {bbox!r} is empty: (min lon, min lat, max lon, max lat)")
+    if "x" not in ds.dims or "spatial_ref" not in ds.coords:
+        raise RumiCatalogError("bbox= needs georeferenced scenes with an axis-aligned "
+                               "transform (these have no x/y coordinates)")
+    from pyproj import Transformer
+
+    var = next(iter(ds.data_vars.values()))
+    gt = [float(v) for v in str(ds.spatial_ref.attrs["GeoTransform"]).split()]
+    x0, xres, _, y0, _, yres = gt
+    crs = ds.spatial_ref.attrs["crs_wkt"]
+    left, bottom, right, top = Transformer.from_crs(
+        "EPSG:4326", crs, always_xy=True).transform_bounds(west, south, east, north)
+    width, height = var.sizes["x"], var.sizes["y"]
+    cols = sorted(((left - x0) / xres, (right - x0) / xres))
+    rows = sorted(((top - y0) / yres, (bottom - y0) / yres))
+    c0, c1 = max(0, int(np.floor(cols[0]))), min(width, int(np.ceil(cols[1])))
+    r0, r1 = max(0, int(np.floor(rows[0]))), min(height, int(np.ceil(rows[1])))
+    if c0 >= c1 or r0 >= r1:
+        raise RumiCatalogError(f"bbox= {bbox!r} does not intersect the cube")
+    return {"y": slice(r0, r1), "x": slice(c0, c1)}
+
+
+def _open_table(url: str, *, storage_options: dict[str, Any] | None, time: Any,
+                duplicates: str, coords: Any, band_as_variable: bool,
+                decoders: dict[str, Any]) -> xr.Dataset:
+    """Open a catalog table on disk as an index (see ``rumi_xarray.catalogs.index``)."""
+    from rumi_xarray.catalogs import index as tables
+    from rumi_xarray.model.cube import UniformSteps
+
+    with _reading_table(source_name(url)):
+        idx, facts = tables.open_index(url, storage_options=storage_options, time=time,
+                                       duplicates=duplicates, coords=coords)
+    ref, grid = facts["reference"], idx.reference.grid
+    first = Scene(resolve.resolve(ref["path"], storage_options=storage_options),
+                  bytes(ref["header"]), facts["reference_label"])
+    scenes = tables.TableScenes(idx, first, str(facts["cost"]))
+    cube = Cube(scenes, grid, UniformSteps(idx.scenes, grid.time_count))
+    seconds, bounds = facts["seconds"], facts["bounds"]
+    one = pd.DataFrame([ref]).assign(_row=[facts["reference_label"]])
+    labels = _labels(one, grid)
+    labels = dataset.Labels(bands=labels.bands, seconds=seconds.reshape(-1),
+                            bounds=None if bounds is None else bounds.reshape(-1, 2),
+                            transform=labels.transform, crs=labels.crs,
+                            pixel_is_point=labels.pixel_is_point, cf=labels.cf)
+    ds = dataset.build(cube, labels, band_as_variable=band_as_variable, decoders=decoders)
+    extra = {k: ("time", np.repeat(v, grid.time_count)) for k, v in facts["coords"].items()}
+    return ds.assign_coords(extra) if extra else ds
+
+
+def open_catalog_grids(table: pd.DataFrame | str | os.PathLike[str], **kwargs: Any
+                       ) -> list[xr.Dataset]:
+    """Open a catalog whose scenes lie on several grids as one cube per grid.
+
+    Rows are grouped by what a cube needs them to share (size, transform,
+    CRS, bands, tile size, frame layout, dtype, time steps), in order of
+    first appearance, and each group is opened with :func:`open_catalog`:
+    chips (``rumi_xarray.torch.ChipDataset(cubes, ...)``) then come from each
+    scene's own pixel grid, with nothing reprojected.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame or path to a Parquet file
+    **kwargs
+        Passed to :func:`open_catalog`.
+
+    Returns
+    -------
+    list of xarray.Dataset
+    """
+    if isinstance(table, (str, os.PathLike)):
+        from rumi_xarray.catalogs import index as tables
+
+        url = os.fspath(table)
+        with _reading_table(source_name(url)):
+            rows = tables.read_all_rows(url, kwargs.get("storage_options"))
+    else:
+        rows = table.reset_index(drop=True)
+    if rows.empty:
+        raise RumiCatalogError("the catalog has no rows")
+    if "header" not in rows.columns:
+        raise RumiCatalogKeyError("the catalog lacks column(s) ['header']; build it with "
+                                  "rumi_xarray.catalog(...)")
+    keys = []
+    for i in range(len(rows)):
+        row = rows.iloc[i]
+        try:
+            g = Grid.from_metadata(reads.header_info(bytes(row["header"])))
+        except (ValueError, TypeError) as exc:
+            raise RumiCatalogError(f"catalog row {i} ({source_name(row['path'])}): bad "
+                                   f"header: {exc}") from exc
+        keys.append(repr((g.height, g.width, g.time_count, g.bands, g.tile_height,
+                          g.frame_layout, g.index_order, str(g.dtype),
+                          _as_list(row.get("transform")), _nullable(row.get("crs")),
+                          _as_list(row.get("bands")))))
+    groups = pd.Series(keys).groupby(keys, sort=False).groups
+    return [open_catalog(rows.iloc[list(index)], **kwargs) for index in groups.values()]
 
 
 def _extra_coords(rows: pd.DataFrame, steps: list[int]) -> dict[str, Any]:
@@ -274,11 +445,15 @@ def _labels(rows: pd.DataFrame, grid: Grid) -> dataset.Labels:
     nodata = facts["nodata"]
     if isinstance(nodata, float) and np.isnan(nodata) and grid.dtype.kind != "f":
         facts["nodata"] = None  # a null in a float column, not a NaN nodata
+    where = f"catalog row {ref['_row']}"
+    attrs = cf.cf_attributes(facts, grid.dtype, where)
+    crs = _nullable(ref.get("crs"))
+    grid_transform, grid_crs, point = georef.with_sidecar(
+        None if transform is None else tuple(float(v) for v in transform),
+        None if crs is None else int(crs), None if pip is None else bool(pip), attrs, where)
     return dataset.Labels(
         bands=tuple(_as_list(ref["bands"]) or ()), seconds=seconds, bounds=bounds,
-        transform=None if transform is None else tuple(float(v) for v in transform),
-        crs=_nullable(ref.get("crs")), pixel_is_point=None if pip is None else bool(pip),
-        cf=cf.cf_attributes(facts, grid.dtype, f"catalog row {int(ref['_row'])}"))
+        transform=grid_transform, crs=grid_crs, pixel_is_point=point, cf=attrs)
 
 
 def open_mfdataset(sources_: str | os.PathLike[str] | Iterable[Any], *, chunks: Any = None,

@@ -184,7 +184,8 @@ def catalog(sources_: str | os.PathLike[str] | Sequence[Any], *,
     Returns
     -------
     pandas.DataFrame
-        One row per file, columns :data:`COLUMNS`; ``header`` holds bytes.
+        One row per file: ``path``, ``header`` (bytes), time, band, georeferencing,
+        layout and sidecar columns (``rumi_xarray.catalogs.table.COLUMNS`` names them).
         ``to_parquet``/``read_parquet`` round trip it losslessly.
     """
     paths = _expand(sources_, storage_options)

@@ -81,8 +81,16 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     convert.add_argument("--dtype", type=_dtype, default=None, metavar="DTYPE",
                          help="type of the stored samples, e.g. float32 with --decode "
                               "(default: the source's, packed or decoded)")
+    convert.add_argument("--masks", choices=("nodata", "band", "ignore"), default="nodata",
+                         help="a GDAL alpha band or per-dataset mask: as nodata where a value "
+                              "is free (refused otherwise), as a band of its own, or dropped "
+                              "(default: %(default)s)")
     convert.add_argument("--overwrite", action="store_true",
                          help="replace DST when it exists (refused by default)")
+    convert.add_argument("--any-suffix", action="store_true",
+                         help="write DST even if its name does not end in .rumi (refused by "
+                              "default: other tools go by the suffix, and GDAL fails on a "
+                              "Rumi file named .tif)")
     add_progress(convert)
     convert.set_defaults(run=run)
 
@@ -117,7 +125,7 @@ def open_source(source: str, *, engine: str | None = None, tile_size: int = 512
 
     GeoTIFFs (and other GDAL rasters) go through ``rioxarray.open_rasterio``
     with tile-sized dask chunks, their bands named by their descriptions
-    (``band_1``... where a band has none) and their time taken from the
+    (rioxarray's band numbers where they have none) and their time taken from the
     ``TIFFTAG_DATETIME`` tag when present. Zarr stores open with their own
     chunks; other xarray engines open lazily and :func:`rumi_xarray.to_rumi`
     reads them a frame at a time.
@@ -172,8 +180,9 @@ def _open_rasterio(source: str, tile_size: int) -> xr.DataArray:
     if not isinstance(opened, xr.DataArray):
         raise CommandError(f"{source}: has several subdatasets; convert one of them "
                            f"(its GDAL subdataset name) at a time")
-    n = opened.sizes.get("band", 1)
-    named = opened.assign_coords(band=descriptions(opened) or [f"band_{i + 1}" for i in range(n)])
+    described = descriptions(opened)
+    # Unnamed bands keep rioxarray's integer labels (stored as "1", "2"...), as to_rumi does.
+    named = opened.assign_coords(band=described) if described else opened
     stamp = opened.attrs.get("TIFFTAG_DATETIME")
     if isinstance(stamp, str) and "time" not in named.coords:
         when = _tiff_datetime(stamp)
@@ -236,6 +245,12 @@ def run(args: argparse.Namespace) -> int:
 
     if os.path.abspath(args.source) == os.path.abspath(args.destination):
         raise CommandError(f"{args.destination}: the destination is the source")
+    if not args.destination.lower().endswith(".rumi") and not args.any_suffix:
+        suffix = os.path.splitext(args.destination)[1] or "no suffix"
+        raise CommandError(
+            f"{args.destination}: convert writes a Rumi file, but the destination's name "
+            f"has {suffix}, not .rumi (tools that go by the suffix, such as GDAL for .tif, "
+            f"would fail on it); name it .rumi, or pass --any-suffix to write it anyway")
     if os.path.lexists(args.destination) and not args.overwrite:
         raise CommandError(f"{args.destination}: exists already; pass --overwrite to "
                            f"replace it")
@@ -252,7 +267,7 @@ def run(args: argparse.Namespace) -> int:
                              codec=args.codec, frame=args.frame, error=args.error,
                              band_dim=args.band_dim, time_dim=args.time_dim,
                              variable=args.variable, time=when, crs=args.crs,
-                             encode_cf=not args.decode, dtype=args.dtype)
+                             encode_cf=not args.decode, dtype=args.dtype, masks=args.masks)
     finally:
         obj.close()
     meta = header_info(header)

@@ -37,7 +37,8 @@ def describe(source: str) -> dict[str, Any]:
     dict
         ``source``, ``dims``, ``dtype``, ``coords`` (per coordinate: dims,
         dtype, first/last values), ``bands``, ``time_kind``, ``crs`` (EPSG
-        code or None), ``crs_name``, ``transform`` (corner, rasterio order),
+        code, the sidecar's WKT2 for a CRS without one, or None), ``crs_name``,
+        ``transform`` (corner, rasterio order),
         ``pixel_is_point``, ``frame_layout``, ``index_order``, ``tile``,
         ``frames``, ``decoded_bytes``, ``frame_bytes`` (compressed frames),
         ``nodata``, ``scale_factor``, ``add_offset``, ``units`` (sidecar),
@@ -57,6 +58,10 @@ def describe(source: str) -> dict[str, Any]:
     grid = Grid.from_metadata(meta)
     labels = dataset.Labels.from_metadata(meta, scene.name)
     facts = cf.read_sidecar(scene.source)
+    # The sidecar completes a CRS the format cannot hold (WKT2, and its grid).
+    transform, crs, point = georef.with_sidecar(labels.transform, labels.crs,
+                                                labels.pixel_is_point, dict(facts), scene.name)
+    labels = dataset.Labels(labels.bands, labels.seconds, labels.bounds, transform, crs, point)
     ds = dataset.build(Cube.single(scene, grid), labels)
     var = ds["band_data"]
     frame_bytes = sum(length for _, length in reads.plan_ranges(
@@ -73,8 +78,8 @@ def describe(source: str) -> dict[str, Any]:
         "coords": {str(name): _coord_summary(c) for name, c in ds.coords.items()},
         "bands": list(labels.bands),
         "time_kind": "interval" if labels.bounds is not None else "instant",
-        "crs": None if epsg is None else int(epsg),
-        "crs_name": None if epsg is None else _crs_name(int(epsg)),
+        "crs": None if epsg is None else (epsg if isinstance(epsg, str) else int(epsg)),
+        "crs_name": None if epsg is None else _crs_name(epsg),
         "transform": None if corner is None else list(corner),
         "pixel_is_point": bool(labels.pixel_is_point) and labels.georeferenced,
         "nodata": facts.get("nodata"),
@@ -111,11 +116,11 @@ def _plain(value: Any) -> Any:
     return value if isinstance(value, (int, float, str, bool)) else str(value)
 
 
-def _crs_name(epsg: int) -> str | None:
+def _crs_name(crs: int | str) -> str | None:
     try:
         from pyproj import CRS
 
-        return str(CRS.from_epsg(epsg).name)
+        return str((CRS.from_epsg(crs) if isinstance(crs, int) else CRS.from_wkt(crs)).name)
     except Exception:  # a name is a nicety; the EPSG code is what matters
         return None
 
@@ -147,7 +152,10 @@ def format_info(facts: dict[str, Any]) -> str:
         lines.append("  crs          none (not georeferenced)")
     else:
         name = f" ({facts['crs_name']})" if facts["crs_name"] else ""
-        lines.append(f"  crs          EPSG:{facts['crs']}{name}")
+        if isinstance(facts["crs"], str):  # no EPSG code: the sidecar's WKT2
+            lines.append(f"  crs          {facts['crs_name']} (WKT2 in the sidecar)")
+        else:
+            lines.append(f"  crs          EPSG:{facts['crs']}{name}")
         kind = "PixelIsPoint" if facts["pixel_is_point"] else "PixelIsArea"
         coefficients = ", ".join(f"{v:.12g}" for v in facts["transform"])
         lines.append(f"  transform    ({coefficients})  corner origin, {kind}")

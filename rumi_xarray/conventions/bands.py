@@ -69,6 +69,10 @@ class BandLabels:
         first = [f[0] for f in fields]
         unique = len(set(first)) == len(first) and all(first)
         names = tuple(first) if unique else texts
+        numbers = band_numbers(texts)
+        if numbers is not None:
+            # Variables of unnamed bands are named as rioxarray's band_as_variable names them.
+            names = tuple(f"band_{n}" for n in numbers)
         return cls(names=names, texts=texts,
                    common_names=tuple(_common_name(f) for f in fields),
                    wavelengths=tuple(_wavelength(t) for t in texts))
@@ -82,6 +86,10 @@ class BandLabels:
             ``band`` always; ``band_text`` when it differs from ``band``;
             ``common_name`` and ``center_wavelength`` when any band has one.
         """
+        numbers = band_numbers(self.texts)
+        if numbers is not None:
+            # Unnamed bands: rioxarray's integer labels, so .sel(band=1) works alike.
+            return {"band": xr.Variable("band", np.array(numbers, dtype=np.int64))}
         out: dict[Hashable, xr.Variable] = {
             "band": xr.Variable("band", np.array(self.names, dtype=str))}
         if self.names != self.texts:
@@ -95,6 +103,26 @@ class BandLabels:
                 "band", np.array(self.wavelengths, dtype=np.float64),
                 {"long_name": "centre wavelength", "units": "um"})
         return out
+
+
+def band_numbers(texts: Sequence[str]) -> list[int] | None:
+    """Return the band numbers of unnamed bands, or None when the bands have names.
+
+    Bands without names are stored as their numbers, ``"1"``, ``"2"``...
+    (rioxarray's labels, or a selection of them): texts that are all
+    canonical positive decimal integers read back as integers.
+
+    Parameters
+    ----------
+    texts : sequence of str
+
+    Returns
+    -------
+    list of int or None
+    """
+    if not texts or not all(t.isascii() and t.isdigit() and t[0] != "0" for t in texts):
+        return None
+    return [int(t) for t in texts]
 
 
 #: Brackets whose commas belong to the text inside them, not to the field list.
@@ -171,7 +199,8 @@ def band_texts(da: xr.DataArray, where: str) -> list[str]:
     In order of preference: the ``band_text`` coordinate (what rumi_xarray
     opened), the ``band`` coordinate when it holds names, GDAL band
     descriptions (rioxarray's ``long_name``) for numbered bands, the variable
-    name for a single band, else ``band_1``, ``band_2``...
+    name for a single band, else the band numbers ``"1"``, ``"2"``... (which
+    read back as rioxarray's integer labels).
 
     Parameters
     ----------
@@ -201,7 +230,7 @@ def band_texts(da: xr.DataArray, where: str) -> list[str]:
     elif n == 1 and isinstance(da.name, str) and da.name and da.name != "band_data":
         texts = [da.name]
     if texts is None:
-        texts = [f"band_{i + 1}" for i in range(n)]
+        texts = [str(i + 1) for i in range(n)]
     check_band_texts(texts, where)
     return texts
 
@@ -210,7 +239,7 @@ def descriptions(da: xr.DataArray) -> list[str] | None:
     """Return GDAL band descriptions of a rioxarray array, or None without any.
 
     rioxarray puts one description per band in ``long_name`` (one text when
-    every band has the same). Bands without one get ``band_<n>``; a
+    every band has the same). Bands without one get their number; a
     description used by several bands gets `` (<n>)`` appended so names stay
     unique.
 
@@ -231,7 +260,7 @@ def descriptions(da: xr.DataArray) -> list[str] | None:
         return None
     if not any(d is not None and str(d).strip() for d in described):
         return None
-    names = [str(d).strip() if d is not None and str(d).strip() else f"band_{i + 1}"
+    names = [str(d).strip() if d is not None and str(d).strip() else str(i + 1)
              for i, d in enumerate(described)]
     repeated = {name for name in names if names.count(name) > 1}
     return [f"{name} ({i + 1})" if name in repeated else name for i, name in enumerate(names)]

@@ -31,6 +31,7 @@ import os
 import secrets
 import warnings
 from collections.abc import Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,7 +39,7 @@ import numpy as np
 import xarray as xr
 
 from rumi_xarray import options
-from rumi_xarray.errors import RumiFormatError
+from rumi_xarray.errors import RumiFormatError, user_stacklevel
 from rumi_xarray.sources.redact import redact, redact_text
 from rumi_xarray.sources.transport import FsspecSource
 
@@ -48,12 +49,15 @@ SIDECAR_SUFFIX = ".aux.json"
 SIDECAR_FORMAT = "rumi-xarray-sidecar"
 SIDECAR_VERSION = 1
 
+#: Georeferencing the Rumi format cannot hold: the full CRS (WKT2) of a CRS that is
+#: not exactly an EPSG one, and GDAL's GeoTransform text of a grid without an EPSG code.
+GEOREF_FACTS = ("crs_wkt", "geotransform")
 #: Sidecar keys -> CF attribute names.
 _CF_NAMES = {"nodata": "_FillValue", "scale_factor": "scale_factor",
              "add_offset": "add_offset", "units": "units"}
 #: Every key a sidecar may hold besides its format marker: the CF facts and
 #: the floating-point type packed values decode to.
-FACTS = (*_CF_NAMES, "decoded_dtype")
+FACTS = (*_CF_NAMES, "decoded_dtype", *GEOREF_FACTS)
 #: CF attributes that describe packing and masking.
 _PACKING = ("_FillValue", "missing_value", "scale_factor", "add_offset")
 #: Sidecar keys holding numbers, which may be NaN or infinite.
@@ -83,7 +87,8 @@ def sidecar_path(source: str) -> str:
 
 
 def read_sidecar(source: Any, storage_options: Mapping[str, Any] | None = None,
-                 path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+                 path: str | os.PathLike[str] | None = None,
+                 pending: Prefetch | None = None) -> dict[str, Any]:
     """Return the facts of a source's sidecar, or ``{}`` when it has none.
 
     Parameters
@@ -95,6 +100,9 @@ def read_sidecar(source: Any, storage_options: Mapping[str, Any] | None = None,
         fsspec options for a remote sidecar.
     path : str or os.PathLike, optional
         Read this sidecar instead of the one beside ``source``.
+    pending : Prefetch, optional
+        The same sidecar's GET started earlier (:func:`prefetch`); its
+        outcome is used instead of a new request.
 
     Returns
     -------
@@ -107,15 +115,12 @@ def read_sidecar(source: Any, storage_options: Mapping[str, Any] | None = None,
     RumiFormatError
         The sidecar exists but is not valid.
     """
-    if path is None:
-        if isinstance(source, FsspecSource):
-            storage_options = {**source.storage_options, **dict(storage_options or {})}
-            source = source.url
-        if not isinstance(source, str):  # file objects have no name to put a sidecar by
-            return {}
-        path = sidecar_path(source)
-    target = os.fspath(path)
-    text = _fetch(target, storage_options)
+    located = _locate(source, storage_options, path)
+    if located is None:
+        return {}
+    target, storage_options = located
+    text = _fetch(target, storage_options,
+                  pending if pending is not None and pending.target == target else None)
     if text is None:
         return {}
     try:
@@ -128,6 +133,71 @@ def read_sidecar(source: Any, storage_options: Mapping[str, Any] | None = None,
         raise RumiFormatError(f"{target}: not a rumi-xarray sidecar (no "
                               f"\"format\": \"{SIDECAR_FORMAT}\")")
     return {k: _from_json(k, content[k]) for k in FACTS if content.get(k) is not None}
+
+
+def _locate(source: Any, storage_options: Mapping[str, Any] | None,
+            path: str | os.PathLike[str] | None
+            ) -> tuple[str, Mapping[str, Any] | None] | None:
+    """Return where a source's sidecar is (and the fsspec options to read it), if anywhere."""
+    if path is None:
+        if isinstance(source, FsspecSource):
+            storage_options = {**source.storage_options, **dict(storage_options or {})}
+            source = source.url
+        if not isinstance(source, str):  # file objects have no name to put a sidecar by
+            return None
+        path = sidecar_path(source)
+    return os.fspath(path), storage_options
+
+
+@dataclass
+class Prefetch:
+    """A remote sidecar's GET running in a thread while the file's metadata is read.
+
+    Only the request runs there: its outcome (text, missing, or the error) is
+    taken on the caller's thread by :func:`read_sidecar`, so warnings and
+    errors about the sidecar are raised where the user opened the file, and
+    no process-wide warning state is touched from another thread.
+    """
+
+    target: str
+    future: Future[str | None]
+
+
+def prefetch(source: Any, *, sidecar: bool | str | os.PathLike[str] | None = None,
+             storage_options: Mapping[str, Any] | None = None) -> Prefetch | None:
+    """Start the GET of a remote source's sidecar; return it (``None`` when not remote).
+
+    A remote open otherwise makes its requests one after the other: two
+    metadata ranges, then the sidecar. Started before the metadata read, the
+    sidecar's request overlaps it, so an open costs the latency of the
+    metadata reads alone.
+
+    Parameters
+    ----------
+    source : str or other source
+        The resolved source (as :func:`gather` receives it).
+    sidecar : bool or path, optional
+        As for :func:`gather`.
+    storage_options : mapping, optional
+
+    Returns
+    -------
+    Prefetch or None
+    """
+    look = options.option("sidecar") if sidecar is None else sidecar
+    if look is False:
+        return None
+    located = _locate(source, storage_options, None if look is True else look)
+    if located is None or "://" not in located[0]:
+        return None  # local sidecars cost a stat, not a round trip
+    target, opts = located
+    global _PREFETCH_POOL
+    if _PREFETCH_POOL is None:
+        _PREFETCH_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="rumi-sidecar")
+    return Prefetch(target, _PREFETCH_POOL.submit(_get, target, opts))
+
+
+_PREFETCH_POOL: ThreadPoolExecutor | None = None
 
 
 def _to_json(key: str, value: Any) -> Any:
@@ -146,18 +216,16 @@ def _from_json(key: str, value: Any) -> Any:
     return value
 
 
-def _fetch(target: str, storage_options: Mapping[str, Any] | None) -> str | None:
+def _fetch(target: str, storage_options: Mapping[str, Any] | None,
+           pending: Prefetch | None = None) -> str | None:
     if "://" not in target:
         if not os.path.exists(target):
             return None
         with open(target, encoding="utf-8") as f:
             return f.read()
     try:
-        import fsspec
-
-        # cat_file is one GET (fsspec.open would first ask for the size: a HEAD).
-        fs, path = fsspec.core.url_to_fs(target, **dict(storage_options or {}))
-        return bytes(fs.cat_file(path)).decode("utf-8")
+        return pending.future.result() if pending is not None else _get(target,
+                                                                       storage_options)
     except FileNotFoundError:
         return None
     except Exception as exc:  # fsspec backends raise their own types
@@ -168,8 +236,17 @@ def _fetch(target: str, storage_options: Mapping[str, Any] | None) -> str | None
         warnings.warn(f"cannot read the sidecar {redact(target)} "
                       f"({type(exc).__name__}: {redact_text(str(exc))}); nodata, scale and "
                       f"offset are unknown unless given as keywords", RuntimeWarning,
-                      stacklevel=4)
+                      stacklevel=user_stacklevel())
         return None
+
+
+def _get(target: str, storage_options: Mapping[str, Any] | None) -> str | None:
+    """Return a remote sidecar's text (one GET); raise what fsspec raises."""
+    import fsspec
+
+    # cat_file is one GET (fsspec.open would first ask for the size: a HEAD).
+    fs, path = fsspec.core.url_to_fs(target, **dict(storage_options or {}))
+    return bytes(fs.cat_file(path)).decode("utf-8")
 
 
 def write_sidecar(path: str | os.PathLike[str], facts: Mapping[str, Any]) -> str | None:
@@ -268,7 +345,7 @@ def gather(source: Any, *, sidecar: bool | str | os.PathLike[str] | None = None,
            storage_options: Mapping[str, Any] | None = None, nodata: Any = None,
            scale_factor: float | None = None, add_offset: float | None = None,
            units: str | None = None, dtype: np.dtype | None = None,
-           where: str = "") -> dict[str, Any]:
+           where: str = "", pending: Prefetch | None = None) -> dict[str, Any]:
     """Return the CF attributes of a source: its sidecar's, overridden by keywords.
 
     Parameters
@@ -284,6 +361,8 @@ def gather(source: Any, *, sidecar: bool | str | os.PathLike[str] | None = None,
         The file's sample type: ``_FillValue`` is cast to it.
     where : str
         Named in errors.
+    pending : Prefetch, optional
+        The sidecar's GET, already started by :func:`prefetch`.
 
     Returns
     -------
@@ -295,7 +374,7 @@ def gather(source: Any, *, sidecar: bool | str | os.PathLike[str] | None = None,
     facts: dict[str, Any] = {}
     if look is not False:
         path = None if look is True else look
-        facts.update(read_sidecar(source, storage_options, path))
+        facts.update(read_sidecar(source, storage_options, path, pending))
     given = {"nodata": nodata, "scale_factor": scale_factor, "add_offset": add_offset,
              "units": units}
     facts.update({k: v for k, v in given.items() if v is not None})
@@ -338,6 +417,8 @@ def cf_attributes(facts: Mapping[str, Any], dtype: np.dtype | None, where: str =
         else:
             value = str(value)
         out[name] = value
+    # Georeferencing facts pass through for georef.with_sidecar, which takes them out.
+    out.update({k: str(facts[k]) for k in GEOREF_FACTS if isinstance(facts.get(k), str)})
     return out
 
 

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Hashable, Sequence
+import warnings
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -124,11 +126,15 @@ class AffineTransform(CoordinateTransform):
         self.affine = tuple(float(v) for v in transform)
 
     def forward(self, dim_positions: dict[str, Any]) -> dict[Hashable, Any]:
-        """Return world coordinates of pixel centres at grid positions."""
-        a, b, c, d, e, f = self.affine
-        col = np.asarray(dim_positions["x"], dtype=np.float64) + 0.5
-        row = np.asarray(dim_positions["y"], dtype=np.float64) + 0.5
-        return {"xc": a * col + b * row + c, "yc": d * col + e * row + f}
+        """Return world coordinates of pixel centres at grid positions.
+
+        The same arithmetic as rioxarray's 2-D ``xc``/``yc``: the centre
+        transform applied to integer positions.
+        """
+        col = np.asarray(dim_positions["x"], dtype=np.float64)
+        row = np.asarray(dim_positions["y"], dtype=np.float64)
+        x, y = centre_affine(self.affine) @ (col, row)
+        return {"xc": x, "yc": y}
 
     def reverse(self, coord_labels: dict[Hashable, Any]) -> dict[str, Any]:
         """Return fractional grid positions of world coordinates."""
@@ -147,15 +153,15 @@ class AffineTransform(CoordinateTransform):
 
 
 @functools.lru_cache(maxsize=64)
-def _crs(epsg: int) -> Any:
+def _crs(crs: int | str) -> Any:
     from pyproj import CRS
 
-    return CRS.from_epsg(epsg)
+    return CRS.from_epsg(crs) if isinstance(crs, int) else CRS.from_user_input(crs)
 
 
 @functools.lru_cache(maxsize=64)
-def _axis_attrs(epsg: int) -> tuple[dict[str, str], dict[str, str]]:
-    crs = _crs(epsg)
+def _axis_attrs(code: int | str) -> tuple[dict[str, str], dict[str, str]]:
+    crs = _crs(code)
     if crs.is_geographic:
         return ({"standard_name": "longitude", "long_name": "longitude",
                  "units": "degrees_east", "axis": "X"},
@@ -170,8 +176,8 @@ def _axis_attrs(epsg: int) -> tuple[dict[str, str], dict[str, str]]:
 
 
 @functools.lru_cache(maxsize=64)
-def _cf_attrs(epsg: int) -> dict[str, Any]:
-    crs = _crs(epsg)
+def _cf_attrs(code: int | str) -> dict[str, Any]:
+    crs = _crs(code)
     attrs: dict[str, Any] = {}
     try:
         attrs.update(crs.to_cf())
@@ -181,12 +187,13 @@ def _cf_attrs(epsg: int) -> dict[str, Any]:
     return attrs
 
 
-def spatial_ref(epsg: int, corner: Sequence[float]) -> xr.Variable:
-    """Return the CF grid-mapping variable (``spatial_ref``) of an EPSG CRS.
+def spatial_ref(epsg: int | str, corner: Sequence[float]) -> xr.Variable:
+    """Return the CF grid-mapping variable (``spatial_ref``) of a CRS.
 
     Parameters
     ----------
-    epsg : int
+    epsg : int or str
+        EPSG code, or the full CRS as WKT (from a sidecar).
     corner : sequence of float
         Corner transform, stored as GDAL's ``GeoTransform``.
 
@@ -198,11 +205,12 @@ def spatial_ref(epsg: int, corner: Sequence[float]) -> xr.Variable:
     """
     attrs = dict(_cf_attrs(epsg))
     attrs["GeoTransform"] = format_geotransform(corner)
-    attrs["epsg"] = int(epsg)
+    if isinstance(epsg, int):
+        attrs["epsg"] = int(epsg)
     return xr.Variable((), np.int64(0), attrs)
 
 
-def spatial_coords(transform: Sequence[float] | None, epsg: int | None,
+def spatial_coords(transform: Sequence[float] | None, epsg: int | str | None,
                    pixel_is_point: bool | None, height: int, width: int
                    ) -> tuple[dict[Hashable, xr.Variable], xr.Coordinates | None]:
     """Build ``x``/``y`` (or ``xc``/``yc``) and ``spatial_ref`` coordinates.
@@ -211,7 +219,8 @@ def spatial_coords(transform: Sequence[float] | None, epsg: int | None,
     ----------
     transform : sequence of float or None
         As stored by Rumi (rasterio order).
-    epsg : int or None
+    epsg : int, str or None
+        EPSG code, or WKT of a CRS a sidecar keeps.
     pixel_is_point : bool or None
     height, width : int
 
@@ -234,43 +243,257 @@ def spatial_coords(transform: Sequence[float] | None, epsg: int | None,
         coords["xc"].attrs.update(x_attrs)
         coords["yc"].attrs.update(y_attrs)
         return {GRID_MAPPING: ref}, coords
-    a, _, c, _, e, f = corner
-    x = c + a * (np.arange(width, dtype=np.float64) + 0.5)
-    y = f + e * (np.arange(height, dtype=np.float64) + 0.5)
+    x, y = pixel_centres(corner, height, width)
     return {"x": xr.Variable("x", x, x_attrs), "y": xr.Variable("y", y, y_attrs),
             GRID_MAPPING: ref}, None
+
+
+def centre_affine(corner: Sequence[float]) -> Any:
+    """Return the ``affine.Affine`` mapping integer pixel positions to pixel centres."""
+    from affine import Affine
+
+    return Affine(*(float(v) for v in corner[:6])) @ Affine.translation(0.5, 0.5)
+
+
+def pixel_centres(corner: Sequence[float], height: int, width: int
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """Return 1-D pixel-centre ``x`` and ``y`` of an axis-aligned corner transform.
+
+    Computed exactly as rioxarray (and xarray's former rasterio backend) do,
+    ``(transform @ translation(0.5, 0.5)) @ (i, 0)`` with the ``affine``
+    package, so a Rumi copy of a GeoTIFF aligns with
+    ``rioxarray.open_rasterio`` of it under ``join="exact"``: computing
+    ``c + a * (i + 0.5)`` instead differs in the last bits whenever the pixel
+    size is not binary-exact (0.0015 degrees, 300.0379266750948 m).
+
+    Parameters
+    ----------
+    corner : sequence of float
+        Rasterio-order transform whose origin is the corner of pixel (0, 0).
+    height, width : int
+
+    Returns
+    -------
+    x, y : numpy.ndarray
+        float64.
+    """
+    centre = centre_affine(corner)
+    x, _ = centre @ (np.arange(width, dtype=np.float64), np.zeros(width))
+    _, y = centre @ (np.zeros(height), np.arange(height, dtype=np.float64))
+    return np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+
+
+def with_sidecar(transform: Sequence[float] | None, crs: int | str | None,
+                 pixel_is_point: bool | None, facts: dict[str, Any], where: str = ""
+                 ) -> tuple[tuple[float, ...] | None, int | str | None, bool | None]:
+    """Return a file's georeferencing completed by its sidecar's, taking those facts out.
+
+    A sidecar ``crs_wkt`` (the full CRS of one that is not exactly an EPSG
+    CRS) replaces the file's EPSG code, which is only its equivalent; a
+    ``geotransform`` gives the grid of a file that stores none (a CRS with
+    no EPSG equivalent).
+
+    Parameters
+    ----------
+    transform, crs, pixel_is_point
+        As the file stores them.
+    facts : dict
+        CF attributes of the sidecar; ``crs_wkt`` and ``geotransform`` are
+        removed from it.
+    where : str
+
+    Returns
+    -------
+    transform, crs, pixel_is_point
+    """
+    wkt = facts.pop("crs_wkt", None)
+    text = facts.pop("geotransform", None)
+    if isinstance(wkt, str) and wkt.strip():
+        crs = wkt
+        if transform is None and text is not None:
+            corner = parse_geotransform(text, where)
+            transform = shift_half_pixel(corner, +1.0) if pixel_is_point else corner
+    return (None if transform is None else tuple(transform)), crs, pixel_is_point
 
 
 # --- write side -----------------------------------------------------------------
 
 
-def georeference(da: xr.DataArray, ds: xr.Dataset | None, where: str, crs: Any = None
-                  ) -> tuple[tuple[float, ...] | None, int | None, bool]:
-    """Return the Rumi transform, EPSG code and PixelIsPoint flag of ``da``.
+@dataclass(frozen=True)
+class Georeference:
+    """What a written file says about its grid, and what only its sidecar can hold.
 
-    ``crs``, when given, replaces whatever CRS the data carry.
+    Attributes
+    ----------
+    transform : tuple of float or None
+        Rumi transform for the file's trailer (None when the file stores none).
+    epsg : int or None
+        EPSG code for the file's trailer.
+    pixel_is_point : bool
+    facts : dict
+        Sidecar facts: ``crs_wkt`` (WKT2) for a CRS that is not exactly an
+        EPSG one, and ``geotransform`` (GDAL order, corner based) when the
+        file cannot hold the transform (no EPSG equivalent at all).
+    """
+
+    transform: tuple[float, ...] | None
+    epsg: int | None
+    pixel_is_point: bool
+    facts: dict[str, Any] = field(default_factory=dict)
+
+
+def georeference(da: xr.DataArray, ds: xr.Dataset | None, where: str, crs: Any = None
+                  ) -> Georeference:
+    """Return what the file and its sidecar store of ``da``'s georeferencing.
+
+    ``crs``, when given, replaces whatever CRS the data carry. An EPSG CRS
+    goes to the file as its code. Any other CRS is kept whole (WKT2) in the
+    sidecar, so reopening gives exactly that CRS; the file then also holds
+    the EPSG code pyproj finds equivalent at its default confidence (70 %),
+    with a warning saying so, or, without one, no georeferencing of its own
+    (the Rumi format stores EPSG codes only) and the transform in the
+    sidecar. Data without a CRS whose grid is GDAL's identity (an
+    ungeoreferenced TIFF read by rioxarray) are written without
+    georeferencing: no CRS is invented.
     """
     mapping = _grid_mapping(da, ds)
     attrs = mapping.attrs if mapping is not None else {}
     point = _area_or_point(da, ds) == "point"
     corner, source = _corner_transform(da, attrs, where)
-    epsg = _epsg(da, attrs, where) if crs is None else epsg_of(crs, where)
-    if corner is None and epsg is None:
-        return None, None, False
-    if epsg is None:
+    parsed = _data_crs(da, attrs, where) if crs is None else parse_crs(crs, where)
+    if corner is None and parsed is None:
+        return Georeference(None, None, False)
+    if parsed is None:
+        if corner == IDENTITY:
+            return Georeference(None, None, False)
         raise ValueError(
-            f"{where}: the data have a transform (from {source}) but no CRS; Rumi stores "
-            f"georeferencing only with an EPSG CRS: pass crs= (e.g. crs='EPSG:4326'; "
-            f"--crs on the command line) or set one (.rio.write_crs(...)), or drop the x/y "
-            f"coordinates to write without georeferencing")
+            f"{where}: the data have a transform (from {source}) but no CRS; pass crs= "
+            f"(e.g. crs='EPSG:4326'; --crs on the command line) or set one "
+            f"(.rio.write_crs(...)), or drop the x/y coordinates to write without "
+            f"georeferencing")
+    epsg, wkt = file_crs(parsed, where)
     if corner is None:
         raise ValueError(
-            f"{where}: the data have a CRS (EPSG:{epsg}) but no transform: give regularly "
+            f"{where}: the data have a CRS ({parsed.name}) but no transform: give regularly "
             f"spaced 1-D x/y coordinates or a GeoTransform attribute on the grid mapping")
     _check_transform(corner, where)
+    facts: dict[str, Any] = {}
+    if wkt is not None:
+        facts["crs_wkt"] = wkt
+    if epsg is None:
+        facts["geotransform"] = format_geotransform(corner)
+        return Georeference(None, None, point, facts)
     if point:
         corner = shift_half_pixel(corner, +1.0)
-    return corner, epsg, point
+    return Georeference(corner, epsg, point, facts)
+
+
+#: GDAL's default geotransform for rasters without one (rasterio's identity).
+IDENTITY = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0)
+
+
+def file_crs(parsed: Any, where: str) -> tuple[int | None, str | None]:
+    """Return the EPSG code a file stores for a CRS, and its WKT2 when the code is not it.
+
+    Parameters
+    ----------
+    parsed : pyproj.CRS
+    where : str
+        Named in the warning.
+
+    Returns
+    -------
+    epsg : int or None
+        The CRS's own EPSG code; else the EPSG code pyproj finds equivalent
+        at its default confidence (70 %, e.g. EPSG:5070 for ESRI:102039,
+        whose definition is the same), with a warning; else None.
+    wkt : str or None
+        WKT2 (2019) of a CRS that is not exactly an EPSG one, for the sidecar.
+    """
+    authority = parsed.to_authority(min_confidence=100)
+    if authority is not None and authority[0] == "EPSG":
+        return int(authority[1]), None
+    wkt = parsed.to_wkt("WKT2_2019")
+    label = ":".join(authority) if authority else repr(parsed.name)
+    code = parsed.to_epsg()
+    if code is not None:
+        warnings.warn(
+            f"{where}: the CRS {label} has no EPSG code of its own; pyproj finds EPSG:{code} "
+            f"equivalent, which the file stores (the Rumi format holds EPSG codes); the full "
+            f"CRS is kept in the sidecar, so reopening gives {label} back",
+            UserWarning, stacklevel=_caller_level())
+        return int(code), wkt
+    warnings.warn(
+        f"{where}: the CRS {label} has no EPSG equivalent pyproj is confident of; the Rumi "
+        f"format holds EPSG codes only, so the CRS (WKT2) and the transform are kept in the "
+        f"sidecar ({where}.aux.json) and the file itself stores no georeferencing",
+        UserWarning, stacklevel=_caller_level())
+    return None, wkt
+
+
+def crs_fields(crs_wkt: str) -> dict[str, Any]:
+    """Return STAC projection fields of a CRS that is not exactly an EPSG one.
+
+    Parameters
+    ----------
+    crs_wkt : str
+
+    Returns
+    -------
+    dict
+        ``proj:code`` (the CRS's own ``AUTHORITY:CODE`` such as
+        ``"ESRI:102039"``, None without one), ``proj:wkt2`` and
+        ``proj:projjson``, as the projection extension defines them.
+    """
+    import json
+
+    parsed = parse_crs(crs_wkt, "")
+    authority = parsed.to_authority(min_confidence=100)
+    return {"proj:code": ":".join(authority) if authority else None,
+            "proj:wkt2": parsed.to_wkt("WKT2_2019"),
+            "proj:projjson": json.loads(parsed.to_json())}
+
+
+def item_crs(crs: Any, where: str) -> tuple[int | None, str | None]:
+    """Return the EPSG code and (when not exactly EPSG) the WKT2 of a CRS read from STAC.
+
+    Parameters
+    ----------
+    crs : str, int or mapping
+        ``proj:code``, ``proj:epsg``, ``proj:wkt2`` or ``proj:projjson``.
+    where : str
+
+    Returns
+    -------
+    epsg : int or None
+        The CRS's EPSG code, or the equivalent pyproj finds at its default
+        confidence (what :func:`file_crs` stores in a file), or None.
+    wkt : str or None
+        WKT2 of a CRS that is not exactly an EPSG one.
+    """
+    import json
+
+    if isinstance(crs, (int, np.integer)):
+        return int(crs), None
+    parsed = parse_crs(json.dumps(crs) if isinstance(crs, Mapping) else crs, where)
+    authority = parsed.to_authority(min_confidence=100)
+    if authority is not None and authority[0] == "EPSG":
+        return int(authority[1]), None
+    code = parsed.to_epsg()
+    return (None if code is None else int(code)), parsed.to_wkt("WKT2_2019")
+
+
+def _caller_level() -> int:
+    """Return the stacklevel of the first frame outside rumi_xarray and xarray."""
+    import sys
+
+    frame = sys._getframe(2)
+    level = 3
+    while frame.f_back is not None and frame.f_globals.get("__name__", "").partition(".")[0] in (
+            "rumi_xarray", "xarray"):
+        frame = frame.f_back
+        level += 1
+    return level
 
 
 def _grid_mapping(da: xr.DataArray, ds: xr.Dataset | None) -> xr.DataArray | None:
@@ -294,20 +517,36 @@ def _corner_transform(da: xr.DataArray, attrs: dict[Hashable, Any], where: str
                       ) -> tuple[tuple[float, ...] | None, str]:
     """Return the corner transform (rasterio order) and where it came from.
 
-    1-D coordinates win over ``GeoTransform``: they follow any slicing done
-    after opening, whereas the attribute keeps describing the original grid.
+    A known transform is kept as given, bit for bit: the ``GeoTransform`` of
+    the grid mapping (or rioxarray's ``transform`` attribute) when the 1-D
+    x/y coordinates are its pixel centres, or a window or stride of them
+    (the data were sliced after opening: the origin moves by whole pixels,
+    the pixel size stays). Only coordinates that no known transform explains
+    (reassigned, or none known) define the grid, as rioxarray's
+    ``rio.transform(recalc=True)`` does. Recomputing the pixel size from
+    the coordinates, ``(x[-1] - x[0]) / (n - 1)``, would change its last
+    bits whenever it is not binary-exact, and then the copy no longer aligns
+    with its source under ``join="exact"``.
     """
     geo = _geotransform(attrs, where)
+    if geo is None:
+        geo = _transform_attr(da)
     xs = _axis(da, "x")
     ys = _axis(da, "y")
     if xs is not None and ys is not None and (xs.size > 1 or ys.size > 1 or geo is not None):
         if geo is not None and (geo[1] != 0.0 or geo[3] != 0.0):
             raise ValueError(f"{where}: the GeoTransform is rotated but x/y are 1-D "
                              f"coordinates; drop one or the other")
+        if geo is not None:
+            window = _window_of(geo, xs, ys)
+            if window is not None:
+                return window, "the GeoTransform attribute"
         a = _spacing(xs, "x", where, None if geo is None else geo[0])
         e = _spacing(ys, "y", where, None if geo is None else geo[4])
-        return (a, 0.0, float(xs[0]) - 0.5 * a, 0.0, e, float(ys[0]) - 0.5 * e), \
-            "the x/y coordinates"
+        # rioxarray's transform(recalc=True): translation(left, top) * scale(a, e).
+        left = float(xs[0]) - a / 2.0
+        top = float(ys[0]) - e / 2.0
+        return (a, 0.0, left, 0.0, e, top), "the x/y coordinates"
     if geo is not None:
         _check_2d_coords(da, geo, where)
         return geo, "the GeoTransform attribute"
@@ -315,6 +554,59 @@ def _corner_transform(da: xr.DataArray, attrs: dict[Hashable, Any], where: str
         raise ValueError(f"{where}: cannot derive a transform from one pixel along x or y "
                          f"without a GeoTransform attribute")
     return None, ""
+
+
+def _transform_attr(da: xr.DataArray) -> tuple[float, ...] | None:
+    """Return rioxarray's ``transform`` attribute (rasterio order), when present."""
+    value = da.attrs.get("transform")
+    if isinstance(value, (list, tuple)) and len(value) >= 6:
+        try:
+            return tuple(float(v) for v in value[:6])
+        except (TypeError, ValueError):
+            return None
+    return None
+
+
+def _window_of(geo: tuple[float, ...], xs: np.ndarray, ys: np.ndarray
+               ) -> tuple[float, ...] | None:
+    """Return ``geo`` moved to the window/stride the coordinates select, or None.
+
+    The coordinates match when they are the pixel centres of ``geo`` at
+    whole-pixel offsets and a whole-pixel stride, to a millionth of a pixel
+    (coordinates stored as float32 are not held to that: they define the
+    grid themselves). The unsliced grid returns ``geo`` itself, untouched.
+    """
+    a, _, c, _, e, f = geo
+    if a == 0 or e == 0 or not all(math.isfinite(v) for v in geo):
+        return None
+    start_x, step_x = _offsets(xs, a, c)
+    start_y, step_y = _offsets(ys, e, f)
+    if start_x is None or start_y is None or step_x is None or step_y is None:
+        return None
+    if (start_x, start_y, step_x, step_y) == (0, 0, 1, 1):
+        return geo
+    from affine import Affine
+
+    # A stride of n makes pixels n times as large, centred on the selected ones: the
+    # corner is half a new pixel before the first selected centre.
+    moved = (Affine(*geo) @ Affine.translation(start_x + 0.5 - step_x / 2,
+                                               start_y + 0.5 - step_y / 2)
+             @ Affine.scale(step_x, step_y))
+    return tuple(float(v) for v in tuple(moved)[:6])
+
+
+def _offsets(values: np.ndarray, size: float, origin: float) -> tuple[int | None, int | None]:
+    """Return the first pixel index and the stride of centres along one axis, or Nones."""
+    v = values.astype(np.float64)
+    position = (v - origin) / size - 0.5
+    index = np.rint(position)
+    if not np.all(np.isfinite(position)) or float(np.max(np.abs(position - index))) > 1e-6:
+        return None, None
+    steps = np.diff(index)
+    step = int(steps[0]) if steps.size else 1
+    if step == 0 or (steps.size and not np.all(steps == step)):
+        return None, None
+    return int(index[0]), step
 
 
 def _axis(da: xr.DataArray, dim: str) -> np.ndarray | None:
@@ -389,54 +681,41 @@ def _check_transform(corner: tuple[float, ...], where: str) -> None:
         raise ValueError(f"{where}: the transform {corner} is singular (zero pixel size)")
 
 
-def _epsg(da: xr.DataArray, attrs: dict[Hashable, Any], where: str) -> int | None:
-    """Return the EPSG code of the data's CRS, None without one; raise if not EPSG."""
+def _data_crs(da: xr.DataArray, attrs: dict[Hashable, Any], where: str) -> Any:
+    """Return the data's CRS (pyproj), None without one."""
     for key in ("crs_wkt", "spatial_ref"):
         text = attrs.get(key)
         if isinstance(text, str) and text.strip():
-            return epsg_of(text, where, fallback=attrs.get("epsg"))
+            parsed = parse_crs(text, where)
+            code = attrs.get("epsg")
+            # WKT written without its identifier, beside the code it was made from.
+            if code is not None and parsed.to_authority(min_confidence=100) is None:
+                by_code = parse_crs(code, where)
+                if by_code.equals(parsed):
+                    return by_code
+            return parsed
     code = attrs.get("epsg")
     if code is not None:
-        return epsg_of(code, where)
+        return parse_crs(code, where)
     crs = _rio_crs(da)
-    return None if crs is None else epsg_of(crs, where)
+    return None if crs is None else parse_crs(crs, where)
 
 
-def epsg_of(crs: Any, where: str, fallback: Any = None) -> int:
-    """Return the EPSG code of a CRS given in any form pyproj reads.
-
-    Parameters
-    ----------
-    crs : int, str, pyproj.CRS or object with ``to_epsg()``
-    where : str
-        Named in errors.
-    fallback : int, optional
-        Code to use when pyproj finds none (an ``epsg`` attribute).
-
-    Returns
-    -------
-    int
+def parse_crs(crs: Any, where: str) -> Any:
+    """Return a CRS given in any form pyproj reads as a ``pyproj.CRS``.
 
     Raises
     ------
     ValueError
-        The CRS cannot be parsed or has no EPSG code.
+        pyproj cannot parse it.
     """
     from pyproj import CRS
     from pyproj.exceptions import CRSError
 
     try:
-        parsed = CRS.from_user_input(int(crs) if isinstance(crs, np.integer) else crs)
+        return CRS.from_user_input(int(crs) if isinstance(crs, np.integer) else crs)
     except CRSError as exc:
         raise ValueError(f"{where}: cannot parse the CRS: {exc}") from exc
-    code = parsed.to_epsg()
-    if code is None and fallback is not None:
-        code = int(fallback)
-    if code is None:
-        raise ValueError(
-            f"{where}: the CRS {parsed.name!r} has no EPSG code; Rumi stores EPSG CRSs only: "
-            f"reproject first (e.g. .rio.reproject('EPSG:4326'))")
-    return int(code)
 
 
 def _rio_crs(da: xr.DataArray) -> Any:

@@ -17,7 +17,10 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-TIME_UNITS = "seconds since 1970-01-01T00:00:00Z"
+# Spelled as xarray writes it (an ISO offset, not "Z"): xarray rewrites the units of
+# numpy times but keeps those of dask-backed ones (time_bnds under chunks=), and CF
+# wants a bounds variable's units to match its parent's exactly.
+TIME_UNITS = "seconds since 1970-01-01T00:00:00+00:00"
 
 
 # --- read side ------------------------------------------------------------------

@@ -22,13 +22,16 @@ for the calls each one will make.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dask.array as da
 import numpy as np
 
 from rumi_xarray.stac import mosaic
 from rumi_xarray.stac.plan import LoadPlan, PlannedRead, block_plan
+
+if TYPE_CHECKING:
+    from rumi_xarray.stac.archive import TableLoad
 
 
 class BlockPlans:
@@ -44,7 +47,7 @@ class BlockPlans:
     plan : LoadPlan
     """
 
-    def __init__(self, plan: LoadPlan) -> None:
+    def __init__(self, plan: LoadPlan | TableLoad) -> None:
         self.plan = plan
         self.shape = plan.numblocks
         self.ndim = 4
@@ -52,7 +55,7 @@ class BlockPlans:
 
     def __getitem__(self, key: Any) -> np.ndarray:
         out = np.empty((1, 1, 1, 1), dtype=object)
-        out[0, 0, 0, 0] = block_plan(self.plan, *self._block(key))
+        out[0, 0, 0, 0] = self._plan(*self._block(key))
         return out
 
     def _block(self, key: Any) -> tuple[int, int, int, int]:
@@ -83,7 +86,13 @@ class BlockPlans:
             Each with ``cube`` and ``planned_calls()``, like a Rumi backend
             array with no selection.
         """
-        return [(read, None) for read in block_plan(self.plan, *self._block(key)).reads]
+        return [(read, None) for read in self._plan(*self._block(key)).reads]
+
+    def _plan(self, it: int, ib: int, iy: int, ix: int) -> Any:
+        """Plan one block: from the open-time plan, or by a table lookup now (archives)."""
+        if hasattr(self.plan, "block_plan"):  # rumi_xarray.stac.archive.TableLoad
+            return self.plan.block_plan(it, ib, iy, ix)
+        return block_plan(self.plan, it, ib, iy, ix)
 
     def __repr__(self) -> str:
         return f"BlockPlans({self.plan.token}, blocks={self.shape})"
@@ -93,7 +102,7 @@ def _load(plans: np.ndarray) -> np.ndarray:
     return mosaic.load_block(plans.reshape(-1)[0])
 
 
-def load_array(plan: LoadPlan) -> Any:
+def load_array(plan: LoadPlan | TableLoad) -> Any:
     """Return the ``(time, band, y, x)`` dask array of a reprojecting STAC load.
 
     Parameters

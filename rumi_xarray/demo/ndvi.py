@@ -29,8 +29,8 @@ from rumi_xarray.write.to_rumi import to_rumi
 
 SEASONS = ("DJF", "MAM", "JJA", "SON")
 MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
-#: Blue reflectance (x 10 000) above which a pixel is taken as cloud.
-CLOUD_BLUE = 2000
+#: Blue reflectance above which a pixel is taken as cloud.
+CLOUD_BLUE = 0.2
 
 
 def demo(out: str, *, n_dates: int = 24, size: int = 512, tile_size: int = 256,
@@ -146,7 +146,7 @@ def _demo_analyse(series_path: str, scene: xr.Dataset, echo: Callable[[str], Non
     cloudy_dates = [np.datetime_as_string(t, unit="D")
                     for t, f in zip(ds["time"].values, computed["cloudy"].values, strict=True)
                     if f > 0.2]
-    echo(f"  cloudy dates (blue > {CLOUD_BLUE / 10000:g} on > 20% of pixels): "
+    echo(f"  cloudy dates (blue reflectance > {CLOUD_BLUE:g} on > 20% of pixels): "
          f"{', '.join(cloudy_dates) or 'none'}")
     seasonal = _seasonal_table(computed, echo)
     monthly = {MONTHS[int(m) - 1]: float(v) for m, v in zip(
@@ -187,13 +187,17 @@ def _demo_check(computed: xr.Dataset, truth: dict[str, Any], scene: xr.Dataset) 
     if not np.array_equal(data, scene["band_data"].values):
         raise RuntimeError("demo check failed: the file does not hold the samples written")
     names = list(scene["band"].values)
-    red = data[:, names.index(synthetic.BANDS["red"])].astype(np.float32)
-    nir = data[:, names.index(synthetic.BANDS["nir"])].astype(np.float32)
+    # The file's sidecar says scale_factor 1e-4: xarray decodes counts to float32
+    # reflectance (count as float32 times the float32 scale), as GDAL does.
+    reflectance = data.astype(np.float32) * np.float32(synthetic.SCALE_FACTOR)
+    red = reflectance[:, names.index(synthetic.BANDS["red"])]
+    nir = reflectance[:, names.index(synthetic.BANDS["nir"])]
     ndvi = (nir - red) / (nir + red)
     row, col = truth["pixel"]
     if not np.array_equal(ndvi[:, row, col], computed["pixel"].values):
         raise RuntimeError("demo check failed: the pixel time series differs from rumi.read")
-    clear = np.where(data[:, names.index(synthetic.BANDS["blue"])] < CLOUD_BLUE, ndvi, np.nan)
+    clear = np.where(reflectance[:, names.index(synthetic.BANDS["blue"])] < CLOUD_BLUE, ndvi,
+                     np.nan)
     months = scene["time"].dt.month.values
     worst = 0.0
     for month, dask_map in zip(computed["monthly"]["month"].values,

@@ -34,6 +34,8 @@ PIXEL_SIZE = 10.0
 ORIGIN = (399960.0, 5900040.0)
 #: Reflectance scale of the stored integers (Sentinel-2 L2A convention).
 SCALE = 10000
+#: CF ``scale_factor`` of the stored integers: reflectance = count x SCALE_FACTOR.
+SCALE_FACTOR = 1 / SCALE
 #: Reflectance of cloud tops per band (clouds are bright and white).
 CLOUD = {"blue": 0.46, "green": 0.45, "red": 0.44, "nir": 0.47}
 #: Surface reflectance of the visible bands per land-cover class.
@@ -211,8 +213,9 @@ def scene_series(n_dates: int = 24, size: int = 512, bands: Sequence[str] = tupl
     Returns
     -------
     xarray.Dataset
-        ``band_data (time, band, y, x) uint16``: reflectance x 10 000, band
-        coordinate = Rumi band texts; ``land_cover (y, x) uint8`` with CF
+        ``band_data (time, band, y, x) uint16``: reflectance x 10 000, CF-packed
+        (``scale_factor`` 1e-4, ``units`` "1": files written from it decode to
+        reflectance), band coordinate = Rumi band texts; ``land_cover (y, x) uint8`` with CF
         ``flag_values``/``flag_meanings``; pixel-centre ``x``/``y``, a
         ``spatial_ref`` grid mapping (EPSG:32633) and a ``cloud_cover (time)``
         coordinate (fraction of the scene under clouds).
@@ -248,10 +251,10 @@ def _dataset(data: np.ndarray, classes: np.ndarray, times: np.ndarray, cover: np
     y = y0 - PIXEL_SIZE * (np.arange(size) + 0.5)
     reflectance = xr.Variable(
         ("time", "band", "y", "x"), data,
-        # The stored integers are reflectance x 10 000 (no scale_factor, so the demo and
-        # notebooks compute on the integers): the unit of one count is 1e-4.
-        {"long_name": "surface reflectance x 10000", "units": "1e-4",
-         "reflectance_scale": SCALE,
+        # CF packing, as Sentinel-2 L2A stores it: reflectance = count x 1e-4. to_rumi
+        # keeps the scale in the sidecar, so opening a written file (mask_and_scale=True,
+        # xarray's default) gives reflectance, while this in-memory Dataset holds counts.
+        {"long_name": "surface reflectance", "units": "1", "scale_factor": SCALE_FACTOR,
          "AREA_OR_POINT": "Area"}, encoding={"grid_mapping": georef.GRID_MAPPING})
     cover_map = xr.Variable(
         ("y", "x"), classes,

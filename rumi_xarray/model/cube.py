@@ -8,8 +8,9 @@ A :class:`Scene` is one Rumi source and the header that indexes its frames; a
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -28,8 +29,9 @@ class Scene:
         source read through fsspec byte ranges (anything with a ``name``).
     header : bytes
         The external header (``rumi.info(...).header``).
-    catalog_row : int, optional
-        Catalog row the scene came from, named in error messages.
+    catalog_row : int or str, optional
+        Catalog row the scene came from, named in error messages (a table on
+        disk names it as ``"<row> of <file>"``).
     stamp : tuple of int, optional
         ``(size, mtime_ns, inode)`` of a local file when it was opened, so
         that reading it after a rewrite raises instead of decoding new bytes
@@ -38,7 +40,7 @@ class Scene:
 
     source: Any = field(repr=False)
     header: bytes = field(repr=False)
-    catalog_row: int | None = None
+    catalog_row: int | str | None = None
     stamp: tuple[int, int, int] | None = field(default=None, repr=False)
 
     @property
@@ -83,16 +85,19 @@ class Cube:
 
     Parameters
     ----------
-    scenes : tuple of Scene
+    scenes : sequence of Scene
+        A tuple, or a sequence that looks scenes up when they are used (a
+        catalog table on disk, ``rumi_xarray.catalogs.index``).
     grid : Grid
         The grid every scene shares.
-    steps : tuple of (int, int)
-        ``(scene index, local time index)`` per cube time step.
+    steps : sequence of (int, int)
+        ``(scene index, local time index)`` per cube time step: a tuple, or
+        :class:`UniformSteps` when every scene has the same steps.
     """
 
-    scenes: tuple[Scene, ...]
+    scenes: Sequence[Scene]
     grid: Grid
-    steps: tuple[tuple[int, int], ...]
+    steps: Sequence[tuple[int, int]]
 
     @classmethod
     def single(cls, scene: Scene, grid: Grid) -> Cube:
@@ -157,3 +162,62 @@ class Cube:
             entry[0].append(local)
             entry[1].append(pos)
         return [(s, loc, pos) for s, (loc, pos) in out.items()]
+
+
+class UniformSteps(Sequence[tuple[int, int]]):
+    """The time steps of scenes that all hold ``per_scene`` steps, computed, not stored.
+
+    Equal to ``tuple((s, t) for s in range(scenes) for t in range(per_scene))``
+    but a few bytes whatever the number of scenes, so a cube of a million
+    scenes pickles small.
+
+    Parameters
+    ----------
+    scenes : int
+    per_scene : int
+    """
+
+    def __init__(self, scenes: int, per_scene: int) -> None:
+        self.scenes = int(scenes)
+        self.per_scene = int(per_scene)
+
+    def __len__(self) -> int:
+        return self.scenes * self.per_scene
+
+    @overload
+    def __getitem__(self, i: int) -> tuple[int, int]: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[tuple[int, int]]: ...
+
+    def __getitem__(self, i: int | slice) -> tuple[int, int] | Sequence[tuple[int, int]]:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        n = len(self)
+        i = int(i)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError(i)
+        return divmod(i, self.per_scene)
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        for s in range(self.scenes):
+            for t in range(self.per_scene):
+                yield (s, t)
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        i = np.arange(len(self), dtype=np.int64)
+        out = np.stack([i // self.per_scene, i % self.per_scene], axis=1)
+        return out if dtype is None else out.astype(dtype)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, UniformSteps):
+            return (self.scenes, self.per_scene) == (other.scenes, other.per_scene)
+        return isinstance(other, Sequence) and list(self) == list(other)
+
+    def __hash__(self) -> int:
+        return hash(("uniform-steps", self.scenes, self.per_scene))
+
+    def __repr__(self) -> str:
+        return f"UniformSteps({self.scenes} scenes x {self.per_scene})"

@@ -178,9 +178,12 @@ def read_group(grid: Grid, steps: int, target_bytes: int, *, one_band: bool = Fa
     # row of cells of each still fits: a scene's share of a group stays one byte
     # range, so a full load costs a request per file per group of rows.
     if size[0] == per_scene:
-        scenes = [n for n in range(2 * per_scene, steps + 1, per_scene)
-                  if fits(n, size[1], size[2], grid.width)]
-        size[0] = max(scenes, default=size[0])
+        # The largest multiple of a scene's steps that fits (computed, not searched: a
+        # catalog of a million scenes would otherwise try every count).
+        per_step = size[1] * size[2] * grid.width * itemsize
+        most = min(steps, target_bytes // per_step) // per_scene * per_scene
+        if most >= 2 * per_scene:
+            size[0] = most
     # Columns of cells up to the full width, then rows of cells.
     size[3] = _grow(grid.tile_width, grid.width, lambda n: fits(size[0], size[1], size[2], n))
     if size[3] >= grid.width:

@@ -5,8 +5,9 @@ are chosen from :mod:`rumi_xarray.options` right before rumi_xarray's first
 native read in each process (dask workers and forked children included),
 never at import: importing rumi_xarray changes nothing for a process that
 never reads through it. Checksum verification is on unless the user turned it
-off (``verify=False`` or ``RUMI_VERIFY=0``); the pool gets one thread per dask
-worker thread unless the user chose a size.
+off (``verify=False`` or ``RUMI_VERIFY=0``), and a read it cannot protect is
+refused (:mod:`rumi_xarray.native.checksums`); the pool gets one thread per
+dask worker thread unless the user chose a size.
 """
 
 from __future__ import annotations
@@ -14,16 +15,16 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-import warnings
+from collections.abc import Callable
 
 import rumi
 
 from rumi_xarray import options
 from rumi_xarray.errors import RumiSettingsError
+from rumi_xarray.native import checksums
 
 _lock = threading.Lock()
 _configured_pid: int | None = None
-_warned = False
 
 
 def configure() -> None:
@@ -35,30 +36,31 @@ def configure() -> None:
     with _lock:
         if _configured_pid == pid:
             return
-        _apply_verify(bool(options.option("verify")), strict=False)
+        # Not strict: when verification is wanted but pinned off, every read
+        # refuses (require_verification), rather than this first one only.
+        checksums.apply(bool(options.option("verify")), strict=False)
         _apply_threads(options.option("threads"))
         _configured_pid = pid
 
 
-def _apply_verify(on: bool, strict: bool) -> None:
-    global _warned
-    if rumi.get_checksum_verification() == on:
-        return
-    try:
-        rumi.set_checksum_verification(on)
-    except RuntimeError:
-        state = "on" if rumi.get_checksum_verification() else "off"
-        message = (
-            f"librumi's checksum verification is pinned {state} in this process (a frame "
-            f"was decoded before rumi_xarray's first read, or RUMI_VERIFY says so); "
-            f"{'corrupted frames may then return wrong numbers silently. ' if not on else ''}"
-            f"Choose it with rx.set_options(verify=...) or RUMI_VERIFY before the first "
-            f"read of the process.")
-        if strict:
-            raise RumiSettingsError(message) from None
-        if not _warned:
-            _warned = True
-            warnings.warn(message, RuntimeWarning, stacklevel=4)
+def require_verification(where: Callable[[], tuple[str, str | None]]) -> None:
+    """Refuse a read that checksum verification cannot protect although it is wanted.
+
+    Parameters
+    ----------
+    where : callable
+        Returns the text naming the file(s) and selection, and the source
+        name; called only to build the error.
+
+    Raises
+    ------
+    RumiVerificationError
+        The ``verify`` option is on (the default) and librumi's verification
+        is pinned off in this process.
+    """
+    if options.option("verify") and not checksums.active():
+        text, source = where()
+        raise checksums.refusal(text, source)
 
 
 def _apply_threads(threads: int | None) -> None:
@@ -77,11 +79,6 @@ def _apply_threads(threads: int | None) -> None:
         rumi.set_num_threads(threads)
 
 
-def _on_verify(on: bool) -> None:
-    if _configured_pid == os.getpid():
-        _apply_verify(bool(on), strict=True)
-
-
 def _on_threads(threads: int | None) -> None:
     if _configured_pid == os.getpid() and threads is not None:
         try:
@@ -94,8 +91,7 @@ def _on_threads(threads: int | None) -> None:
 
 def verification() -> bool:
     """Return whether librumi verifies frame checksums in this process."""
-    return bool(rumi.get_checksum_verification())
+    return checksums.active()
 
 
-options.on_change("verify", _on_verify)
 options.on_change("threads", _on_threads)

@@ -21,6 +21,7 @@ import numpy as np
 import rumi
 
 from rumi_xarray.errors import (
+    RumiChecksumError,
     RumiError,
     RumiFileChangedError,
     RumiFileNotFoundError,
@@ -210,6 +211,7 @@ def read(windows: Sequence[Window], times: Sequence[int], bands: Sequence[int],
     """
     process.configure()
     time_arg, band_arg = [int(t) for t in times], [int(b) for b in bands]
+    process.require_verification(lambda: _where(windows, time_arg, band_arg, height, width))
     shape = (len(windows), len(time_arg), len(band_arg), height, width)
     if out is not None and (out.shape != shape or out.dtype != dtype):
         raise ValueError(f"read: destination is {out.shape} {out.dtype}, needs {shape} {dtype}")
@@ -229,6 +231,105 @@ def read(windows: Sequence[Window], times: Sequence[int], bands: Sequence[int],
         raise _locate_failure(exc, windows, time_arg, band_arg, height, width, dtype) from exc
     STATS.add(calls=1, items=len(windows), planned_frames=frames, bytes=int(out.nbytes))
     return out
+
+
+def read_as(windows: Sequence[Window], times: Sequence[int], bands: Sequence[int],
+            height: int, width: int, dtype: np.dtype, framework: str, frames: int = 0,
+            pattern: str = "n t b y x") -> Any:
+    """Read equal windows in ONE ``rumi.read_many`` call, into librumi's own allocation.
+
+    The result is the array librumi allocated, handed to ``framework``
+    through DLPack without a copy (``"torch"``, ``"jax"``, ``"tensorflow"``,
+    ``"numpy"`` or ``"dlpack"``), as ``rumi.read_many(framework=...)``
+    returns it.
+
+    Parameters
+    ----------
+    windows : sequence of (Scene, row, col)
+    times, bands : sequence of int
+    height, width : int
+    dtype : numpy.dtype
+        The scenes' sample type.
+    framework : str
+    frames : int, optional
+        Frames the call touches, for :func:`rumi_xarray.stats` only.
+    pattern : str, default "n t b y x"
+        librumi's output pattern (``"n b y x"`` for one time step).
+
+    Returns
+    -------
+    array of ``framework``
+        Shaped by ``pattern``.
+    """
+    process.configure()
+    time_arg, band_arg = [int(t) for t in times], [int(b) for b in bands]
+    _refuse_rewritten(windows, time_arg, band_arg, height, width)
+    try:
+        native = _materialize(windows, time_arg, band_arg, height, width)
+        out = rumi.read_many([s.source for s, _, _ in native], [s.header for s, _, _ in native],
+                             windows=[(r, c, height, width) for _, r, c in native],
+                             time=time_arg, bands=band_arg, pattern=pattern,
+                             framework=framework)
+    except NATIVE_ERRORS as exc:
+        raise _locate_failure(exc, windows, time_arg, band_arg, height, width, dtype) from exc
+    nbytes = len(windows) * len(time_arg) * len(band_arg) * height * width * dtype.itemsize
+    STATS.add(calls=1, items=len(windows), planned_frames=frames, bytes=int(nbytes))
+    return out
+
+
+def run_as(cube: Cube, call: Call, framework: str, pattern: str = "n t b y x") -> Any:
+    """Run one planned call into librumi's allocation, handed to ``framework``.
+
+    Parameters
+    ----------
+    cube : Cube
+    call : Call
+    framework : str
+    pattern : str, default "n t b y x"
+
+    Returns
+    -------
+    array of ``framework``
+        Shaped by ``pattern``.
+    """
+    windows = [(cube.scenes[s], r, c) for s, r, c in zip(call.scenes, call.rows, call.cols,
+                                                         strict=True)]
+    return read_as(windows, call.times, call.bands, call.height, call.width, cube.grid.dtype,
+                   framework, frames=call.frames(cube), pattern=pattern)
+
+
+#: Frameworks librumi hands its arrays to -> (module, function) adopting a buffer
+#: through DLPack, as librumi itself does (``rumi.read(framework=...)``).
+_ADOPTERS = {"torch": ("torch", "from_dlpack"), "jax": ("jax.dlpack", "from_dlpack"),
+             "tensorflow": ("tensorflow.experimental.dlpack", "from_dlpack")}
+FRAMEWORKS = ("numpy", "dlpack", *_ADOPTERS)
+
+
+def adopt(array: np.ndarray, framework: str) -> Any:
+    """Hand a numpy buffer to ``framework`` through DLPack, without a copy.
+
+    For batches assembled from several native calls (chips of several dates,
+    clipped chips): the framework the caller named is imported by name, as
+    librumi imports it for ``framework=``.
+
+    Parameters
+    ----------
+    array : numpy.ndarray
+    framework : {"numpy", "dlpack", "torch", "jax", "tensorflow"}
+
+    Returns
+    -------
+    array of ``framework``
+    """
+    if framework in ("numpy", "dlpack"):
+        return array
+    import importlib
+
+    module, function = _ADOPTERS[framework]
+    convert = getattr(importlib.import_module(module), function)
+    if framework == "tensorflow":
+        return convert(array.__dlpack__())
+    return convert(array)
 
 
 def run(cube: Cube, call: Call, out: np.ndarray | None = None) -> np.ndarray:
@@ -268,7 +369,20 @@ def reference_read(scene: Scene) -> np.ndarray:
         ``(time, band, y, x)``.
     """
     process.configure()
+    process.require_verification(lambda: (f"{scene.describe()}: reading the whole file",
+                                          scene.name))
     return rumi.read(scene.source, scene.header, pattern=PATTERN)
+
+
+def _where(windows: Sequence[Window], times: list[int], bands: list[int], height: int,
+           width: int) -> tuple[str, str | None]:
+    """Return the file(s) and selection of a read, and its first source, for errors."""
+    scenes = list({id(s): s for s, _, _ in windows}.values())
+    names = ", ".join(s.describe() for s in scenes[:3])
+    if len(scenes) > 3:
+        names += f" and {len(scenes) - 3} more"
+    selection = selection_text(times, bands, height, width, [(r, c) for _, r, c in windows])
+    return f"{names}: reading {selection}", scenes[0].name
 
 
 def _materialize(windows: Sequence[Window], times: list[int] | None, bands: list[int] | None,
@@ -356,7 +470,19 @@ def _locate_failure(exc: BaseException, windows: Sequence[Window], times: list[i
                             selection=selection, row=scene.catalog_row,
                             kind=RumiFileChangedError)
     return with_context(exc, context, source=scene.name, selection=selection,
-                        row=scene.catalog_row)
+                        row=scene.catalog_row, kind=_checksum_kind(exc))
+
+
+def _checksum_kind(exc: BaseException) -> type[RumiError] | None:
+    """Return :class:`RumiChecksumError` when librumi reports a checksum mismatch.
+
+    librumi reports every decoding failure as one status (an ``OSError``); only
+    its OpenZL message tells a failed checksum (bits changed after writing)
+    from other damage.
+    """
+    if isinstance(exc, OSError) and "checksum mismatch" in str(exc).lower():
+        return RumiChecksumError
+    return None
 
 
 #: Whether librumi's arrays arrive writeable: numpy before 2.1 imports DLPack

@@ -11,7 +11,7 @@ the data files.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from rumi_xarray.errors import RumiCatalogError
@@ -72,14 +72,32 @@ def write_geoparquet(items: Iterable[Any], path: str | os.PathLike[str]) -> str:
     return target
 
 
-def read_geoparquet(source: Any) -> list[dict[str, Any]]:
-    """Read STAC Items from a stac-geoparquet file or Arrow table.
+def read_geoparquet(source: Any, *, bbox: Sequence[float] | None = None,
+                    datetime: Any = None, query: Mapping[str, Any] | None = None,
+                    storage_options: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Read STAC Items from a stac-geoparquet file, folder or Arrow table.
+
+    The selections are pushed down to the Parquet reader (pyarrow datasets):
+    row groups whose statistics (``bbox``, ``datetime``, the queried
+    properties) cannot match, and files of other partitions, are never read.
 
     Parameters
     ----------
     source : str, os.PathLike or pyarrow.Table
-        A local path or URL pyarrow reads, or a table as
-        :func:`to_table` returns it.
+        A local path or fsspec URL of a file or a (partitioned) folder, or a
+        table as :func:`to_table` returns it.
+    bbox : (min lon, min lat, max lon, max lat), optional
+        Items whose ``bbox`` intersects it.
+    datetime : str, slice, tuple or datetime, optional
+        Items at or within it: ``"2024-01-01/2024-06-30"`` (either end ``..``),
+        ``slice(a, b)``, ``(a, b)`` or one instant; ends inclusive, a partial
+        date spans its period. Intervals (``start_datetime``/``end_datetime``)
+        match when they overlap it.
+    query : mapping, optional
+        STAC API query extension: ``{"eo:cloud_cover": {"lt": 20}}`` with
+        ``eq``, ``neq``, ``lt``, ``lte``, ``gt``, ``gte``, ``in``.
+    storage_options : mapping, optional
+        fsspec options for a remote table.
 
     Returns
     -------
@@ -87,15 +105,146 @@ def read_geoparquet(source: Any) -> list[dict[str, Any]]:
         STAC Item dictionaries.
     """
     import pyarrow as pa  # type: ignore[import-untyped]
+    import pyarrow.dataset as pads  # type: ignore[import-untyped]
     from stac_geoparquet.arrow import stac_table_to_items
 
-    if isinstance(source, pa.Table):
-        table = source
-    else:
-        import pyarrow.parquet as pq  # type: ignore[import-untyped]
-
-        table = pq.read_table(os.fspath(source))
+    dataset = pads.dataset(source) if isinstance(source, pa.Table) else dataset_of(
+        os.fspath(source), storage_options)
+    expression = filter_expression(dataset.schema, bbox=bbox, datetime=datetime, query=query)
+    table = dataset.to_table(filter=expression)
+    if table.num_rows == 0:
+        return []
     return [_drop_nulls(item) for item in stac_table_to_items(table)]
+
+
+def dataset_of(url: str, storage_options: Mapping[str, Any] | None = None) -> Any:
+    """Return the ``pyarrow.dataset`` of a stac-geoparquet file or (hive-partitioned) folder.
+
+    Parameters
+    ----------
+    url : str
+        Local path or fsspec URL.
+    storage_options : mapping, optional
+
+    Returns
+    -------
+    pyarrow.dataset.Dataset
+    """
+    import fsspec
+    import pyarrow.dataset as pads
+
+    fs, root = fsspec.core.url_to_fs(url, **dict(storage_options or {}))
+    protocol = fs.protocol[0] if isinstance(fs.protocol, tuple) else fs.protocol
+    if protocol in ("file", "local"):
+        return pads.dataset(root, format="parquet", partitioning="hive")
+    return pads.dataset(root if protocol not in ("http", "https") else [root],
+                        filesystem=fs, format="parquet", partitioning="hive")
+
+
+def datetime_bounds(value: Any) -> tuple[Any, Any]:
+    """Return the inclusive UTC ``pandas.Timestamp`` bounds of a ``datetime=`` selection."""
+    import datetime as dt
+
+    import pandas as pd
+
+    def stamp(v: Any, end: bool) -> Any:
+        if v is None or v in ("..", ""):
+            return None
+        if isinstance(v, str):
+            try:
+                period = pd.Period(v.replace("Z", ""))
+                t = period.end_time if end else period.start_time
+            except ValueError:
+                t = pd.Timestamp(v)
+        else:
+            t = pd.Timestamp(v)
+        return t.tz_localize("UTC") if t.tzinfo is None else t.tz_convert("UTC")
+
+    if isinstance(value, slice):
+        return stamp(value.start, False), stamp(value.stop, True)
+    if isinstance(value, str) and "/" in value:
+        a, b = value.split("/", 1)
+        return stamp(a, False), stamp(b, True)
+    if isinstance(value, (tuple, list)) and len(value) == 2:
+        return stamp(value[0], False), stamp(value[1], True)
+    if isinstance(value, (str, dt.date)) or hasattr(value, "dtype"):
+        return stamp(value, False), stamp(value, True)
+    raise RumiCatalogError(f"datetime= takes 'start/end', a slice, a pair or one date, got "
+                           f"{value!r}")
+
+
+_OPS = {"eq": "__eq__", "neq": "__ne__", "lt": "__lt__", "lte": "__le__", "gt": "__gt__",
+        "gte": "__ge__"}
+
+
+def filter_expression(schema: Any, *, bbox: Sequence[float] | None = None,
+                      datetime: Any = None, query: Mapping[str, Any] | None = None) -> Any:
+    """Return the pyarrow expression of STAC search selections over a stac-geoparquet schema.
+
+    Parameters
+    ----------
+    schema : pyarrow.Schema
+    bbox, datetime, query
+        As for :func:`read_geoparquet`.
+
+    Returns
+    -------
+    pyarrow.dataset.Expression or None
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc  # type: ignore[import-untyped]
+
+    names = set(schema.names)
+    parts = []
+    if bbox is not None:
+        if "bbox" not in names:
+            raise RumiCatalogError("bbox= needs the table's bbox column (stac-geoparquet)")
+        west, south, east, north = (float(v) for v in bbox)
+        box = pc.field
+        parts.append((box("bbox", "xmin") <= east) & (box("bbox", "xmax") >= west)
+                     & (box("bbox", "ymin") <= north) & (box("bbox", "ymax") >= south))
+    if datetime is not None:
+        lo, hi = datetime_bounds(datetime)
+
+        def cmp(column: str, op: str, when: Any) -> Any:
+            kind = schema.field(column).type
+            value = pa.scalar(when.to_pydatetime() if kind.tz else
+                              when.tz_localize(None).to_pydatetime(), type=kind)
+            return getattr(pc.field(column), op)(value)
+
+        instant = [cmp("datetime", "__ge__", lo)] if lo is not None else []
+        instant += [cmp("datetime", "__le__", hi)] if hi is not None else []
+        test = _all(instant)
+        if {"start_datetime", "end_datetime"} <= names:
+            span = ([cmp("end_datetime", "__ge__", lo)] if lo is not None else []) + (
+                [cmp("start_datetime", "__le__", hi)] if hi is not None else [])
+            if span:
+                test = span_test = _all(span)
+                test = span_test if not instant else (_all(instant) | span_test)
+        if test is not None:
+            parts.append(test)
+    for prop, conditions in dict(query or {}).items():
+        if prop not in names:
+            raise RumiCatalogError(f"query= names property {prop!r}, which the table has no "
+                                   f"column for")
+        if not isinstance(conditions, Mapping):
+            conditions = {"eq": conditions}
+        for op, value in conditions.items():
+            if op == "in":
+                parts.append(pc.field(prop).isin(list(value)))
+            elif op in _OPS:
+                parts.append(getattr(pc.field(prop), _OPS[op])(value))
+            else:
+                raise RumiCatalogError(f"query= operator {op!r} is not one of "
+                                       f"{sorted([*_OPS, 'in'])}")
+    return _all(parts)
+
+
+def _all(parts: list[Any]) -> Any:
+    out = None
+    for p in parts:
+        out = p if out is None else out & p
+    return out
 
 
 def _drop_nulls(item: dict[str, Any]) -> dict[str, Any]:

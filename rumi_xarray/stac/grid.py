@@ -152,8 +152,9 @@ def shared_grid(sources: Sequence[StacSource]) -> bool:
     """
     first = sources[0]
     for s in sources[1:]:
-        if (s.epsg, s.corner, s.pixel_is_point, s.band_texts) != (
-                first.epsg, first.corner, first.pixel_is_point, first.band_texts):
+        if (s.epsg, s.crs_wkt, s.corner, s.pixel_is_point, s.band_texts) != (
+                first.epsg, first.crs_wkt, first.corner, first.pixel_is_point,
+                first.band_texts):
             return False
         if (s.grid.height, s.grid.width) != (first.grid.height, first.grid.width):
             return False

@@ -16,7 +16,10 @@ An Item describes one Rumi file:
   - the projection extension: ``proj:code`` (``"EPSG:n"``, as STAC 1.1 and
     pystac write it), ``proj:transform`` (corner based, rasterio order, as
     GDAL and every STAC reader expect, PixelIsPoint files included),
-    ``proj:shape`` ``[height, width]`` and ``proj:bbox`` (native CRS);
+    ``proj:shape`` ``[height, width]`` and ``proj:bbox`` (native CRS); for a
+    CRS that is not exactly an EPSG one (kept whole in the sidecar), its own
+    ``proj:code`` (``"ESRI:102039"``, null without one), ``proj:wkt2`` and
+    ``proj:projjson``;
   - the eo extension's ``eo:bands``: ``name`` (the short band name
     rumi_xarray shows, e.g. ``"B04"``), ``common_name`` and
     ``center_wavelength`` (micrometres) when the band text names them, and
@@ -58,7 +61,12 @@ import numpy as np
 import pandas as pd
 
 from rumi_xarray.conventions.bands import BandLabels
-from rumi_xarray.conventions.georef import corner_transform
+from rumi_xarray.conventions.georef import (
+    corner_transform,
+    crs_fields,
+    parse_geotransform,
+    shift_half_pixel,
+)
 from rumi_xarray.errors import RumiCatalogError, RumiCatalogKeyError
 from rumi_xarray.model.cube import source_name
 
@@ -226,9 +234,16 @@ def item_from_row(row: Mapping[Any, Any], item_id: str, *, row_number: int | Non
     transform = _list(row.get("transform"))
     crs = _nullable(row.get("crs"))
     point = bool(_nullable(row.get("pixel_is_point")) or False)
+    crs_wkt = _nullable(row.get("crs_wkt"))
+    geotransform = _nullable(row.get("geotransform"))
+    if transform is None and isinstance(crs_wkt, str) and isinstance(geotransform, str):
+        # A CRS without EPSG code: the grid is in the sidecar (catalog columns).
+        transform = list(shift_half_pixel(parse_geotransform(geotransform, where), +1.0)
+                         if point else parse_geotransform(geotransform, where))
+    crs_text = crs_wkt if isinstance(crs_wkt, str) else None if crs is None else f"EPSG:{int(crs)}"
     geometry, bbox, gbox = None, None, None
-    if transform is not None and crs is not None:
-        geometry, bbox, gbox = _footprint(transform, int(crs), point, grid.height, grid.width)
+    if transform is not None and crs_text is not None:
+        geometry, bbox, gbox = _footprint(transform, crs_text, point, grid.height, grid.width)
     item = pystac.Item(item_id, geometry=geometry, bbox=bbox, datetime=single,
                        start_datetime=start, end_datetime=end, properties=properties,
                        collection=collection)
@@ -243,8 +258,11 @@ def item_from_row(row: Mapping[Any, Any], item_id: str, *, row_number: int | Non
     item.add_asset(ASSET_KEY, asset)
     if gbox is not None:
         corner = corner_transform(transform, point)  # type: ignore[arg-type]
+        fields: dict[str, Any] = ({"proj:code": f"EPSG:{int(crs)}"} if not isinstance(crs_wkt, str)
+                  else crs_fields(crs_wkt))
         ProjectionExtension.ext(asset, add_if_missing=True).apply(
-            code=f"EPSG:{int(crs)}", transform=[float(v) for v in corner],
+            code=fields["proj:code"], wkt2=fields.get("proj:wkt2"),
+            projjson=fields.get("proj:projjson"), transform=[float(v) for v in corner],
             shape=[grid.height, grid.width], bbox=[float(v) for v in gbox.boundingbox])
     texts = [str(t) for t in (_list(row["bands"]) or [])]
     if len(texts) != grid.bands:
@@ -297,13 +315,13 @@ def _iso(seconds: int) -> str:
     return _utc(seconds).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _footprint(transform: list[float], epsg: int, point: bool, height: int, width: int
+def _footprint(transform: list[float], crs: str, point: bool, height: int, width: int
                ) -> tuple[dict[str, Any], list[float], Any]:
     from affine import Affine
     from odc.geo.geobox import GeoBox
 
     corner = corner_transform(transform, point)
-    gbox = GeoBox((height, width), Affine(*corner[:6]), f"EPSG:{epsg}")
+    gbox = GeoBox((height, width), Affine(*corner[:6]), crs)
     shape = gbox.footprint("epsg:4326", npoints=FOOTPRINT_POINTS, wrapdateline=True)
     return shape.json, [float(v) for v in shape.boundingbox], gbox
 

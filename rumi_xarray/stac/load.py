@@ -34,6 +34,7 @@ applied) with ``nodata`` in the variable's attributes and
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
@@ -43,11 +44,12 @@ import xarray as xr
 
 from rumi_xarray.conventions import cf
 from rumi_xarray.conventions.bands import BandLabels
-from rumi_xarray.errors import RumiCatalogError, RumiCatalogKeyError
+from rumi_xarray.errors import RumiCatalogError
 from rumi_xarray.model.cube import Scene
 from rumi_xarray.stac import grid as grids
 from rumi_xarray.stac import plan as planning
 from rumi_xarray.stac.parse import StacSource, catalog_table, parse_items
+from rumi_xarray.stac.parse import select_bands as _bands
 
 VARIABLE = "band_data"
 #: CF attributes that pack or mask samples (xarray's decoder moves them to encoding).
@@ -60,7 +62,8 @@ def open_stac(items: Any, bands: str | Sequence[str] | None = None, *, crs: Any 
               anchor: Any = None, groupby: str | None = "time", chunks: Any = None,
               resampling: str = "nearest", band_as_variable: bool = True,
               nodata: float | None = None, mask_and_scale: bool = False,
-              storage_options: dict[str, Any] | None = None) -> xr.Dataset:
+              storage_options: dict[str, Any] | None = None, datetime: Any = None,
+              query: Mapping[str, Any] | None = None, lookup: str = "open") -> xr.Dataset:
     """Load STAC Items of Rumi files as one cube on one grid.
 
     Opening reads nothing from the data files when the Items carry
@@ -127,7 +130,29 @@ def open_stac(items: Any, bands: str | Sequence[str] | None = None, *, crs: Any 
         Integer samples without a nodata (none in the Items, no ``nodata=``)
         have nothing to mask: pixels no Item covers are 0 before decoding.
     storage_options : dict, optional
-        fsspec options for fsspec-only protocols.
+        fsspec options for fsspec-only protocols (and a remote table).
+    datetime : str, slice, tuple or datetime, optional
+        Only Items at or within this time (``"2024-01-01/2024-06-30"``, either
+        end ``..``; ``slice(a, b)``; one date: its whole period), as a STAC
+        search's ``datetime``.
+    query : mapping, optional
+        Only Items whose properties match (STAC API query extension:
+        ``{"eo:cloud_cover": {"lt": 20}}``).
+
+    lookup : {"open", "task"}, default "open"
+        ``"open"``: the Items are parsed and every output chunk planned at
+        open. ``"task"`` (a stac-geoparquet file or folder, an explicit
+        output grid, ``groupby`` "time" or "solar_day"): opening reads only
+        the selected Items' ``datetime`` column and one Item; each output
+        chunk's task finds its Items through the table's ``bbox`` and
+        ``datetime`` columns when it runs (``rumi_xarray.stac.archive``),
+        so neither the open nor the graph grows with the archive.
+
+    For a stac-geoparquet table (file, folder or Arrow table) ``bbox``,
+    ``datetime`` and ``query`` are pushed down to the Parquet reader: row
+    groups and partitions whose statistics cannot match are never read, and
+    ``bbox`` also selects the Items (as a search would); for Items given
+    otherwise ``bbox`` is the output extent only, as in ``odc.stac.load``.
 
     Returns
     -------
@@ -147,7 +172,22 @@ def open_stac(items: Any, bands: str | Sequence[str] | None = None, *, crs: Any 
     from rumi_xarray.stac.mosaic import _same_nodata
 
     require_stac_extra()
-    sources = parse_items(items, storage_options)
+    _check_resampling(resampling)
+    if lookup not in ("open", "task"):
+        raise RumiCatalogError(f"lookup= is 'open' or 'task', got {lookup!r}")
+    if lookup == "task":
+        return _open_archive(items, bands, crs=crs, resolution=resolution, bbox=bbox,
+                             geobox=geobox, like=like, geopolygon=geopolygon, anchor=anchor,
+                             groupby=groupby, chunks=chunks, resampling=resampling,
+                             band_as_variable=band_as_variable, nodata=nodata,
+                             mask_and_scale=mask_and_scale, storage_options=storage_options,
+                             datetime=datetime, query=query)
+    from rumi_xarray.stac.parse import _is_arrow_table
+
+    search: dict[str, Any] = {"datetime": datetime, "query": query}
+    if isinstance(items, (str, os.PathLike)) or _is_arrow_table(items):
+        search["bbox"] = bbox
+    sources = parse_items(items, storage_options, search)
     names, band_index = _bands(sources, bands)
     gbox = grids.output_geobox(sources, crs=crs, resolution=resolution, anchor=anchor,
                                bbox=bbox, geobox=geobox, like=like, geopolygon=geopolygon)
@@ -170,6 +210,83 @@ def open_stac(items: Any, bands: str | Sequence[str] | None = None, *, crs: Any 
             ds = _decoded(ds, packing, eager=chunks is None)
     return _conform(ds, gbox, sources, groups, names, band_index, fill_nodata, packing,
                     mask_and_scale)
+
+
+def _check_resampling(resampling: Any) -> None:
+    """Refuse a resampling name odc-geo does not know, now rather than in every task."""
+    from odc.geo.warp import resampling_s2rio
+
+    try:
+        resampling_s2rio(resampling)
+    except (ValueError, AttributeError, TypeError) as exc:
+        from rasterio.warp import Resampling  # type: ignore[import-untyped]
+
+        raise RumiCatalogError(
+            f"resampling={resampling!r} is not a resampling odc-geo knows ({exc}); use one "
+            f"of {sorted(r.name for r in Resampling)}") from None
+
+
+def _open_archive(items: Any, bands: str | Sequence[str] | None, *, crs: Any, resolution: Any,
+                  bbox: Sequence[float] | None, geobox: Any, like: Any, geopolygon: Any,
+                  anchor: Any, groupby: str | None, chunks: Any, resampling: str,
+                  band_as_variable: bool, nodata: float | None, mask_and_scale: bool,
+                  storage_options: dict[str, Any] | None, datetime: Any,
+                  query: Mapping[str, Any] | None) -> xr.Dataset:
+    """Open a load whose output chunks look their Items up in the table when they run."""
+    from rumi_xarray.backend.dataset import group_bytes
+    from rumi_xarray.dask.stac import load_array
+    from rumi_xarray.stac import archive
+
+    if not isinstance(items, (str, os.PathLike)):
+        raise RumiCatalogError("lookup='task' reads a stac-geoparquet file or folder: pass "
+                               "its path or URL")
+    if geobox is None and like is None and bbox is None and geopolygon is None:
+        raise RumiCatalogError("lookup='task' needs the output grid's extent (bbox=, "
+                               "geobox=, like= or geopolygon=): the Items are not read at "
+                               "open to find it")
+    url = os.fspath(items)
+    seconds, first = archive.open_columns(url, bbox=bbox, datetime=datetime, query=query,
+                                          storage_options=storage_options)
+    ref = archive.reference_source(first, storage_options)
+    names, band_index = _bands([ref], bands)
+    gbox = grids.output_geobox([ref], crs=crs, resolution=resolution, anchor=anchor,
+                               bbox=bbox, geobox=geobox, like=like, geopolygon=geopolygon)
+    times, lo, hi = archive.time_groups(seconds, "time" if groupby is None else groupby, gbox)
+    dtype = ref.grid.dtype
+    fill_nodata = ref.nodata if nodata is None else float(nodata)
+    fill = _fill(dtype, fill_nodata)
+    shape = (len(times), len(names), *gbox.shape.yx)
+    sizes = planning.chunk_sizes(chunks, shape, dtype.itemsize, group_bytes())
+    token = archive.token(url, gbox.crs.to_wkt(), tuple(gbox.transform), tuple(gbox.shape),
+                          names, sizes, dtype.str, repr(fill), resampling, repr(datetime),
+                          repr(query), repr(bbox), groupby)
+    load = archive.TableLoad(url=url, storage_options=dict(storage_options or {}),
+                             query=None if query is None else dict(query),
+                             bands=tuple(names), geobox=gbox, chunks=sizes, group_lo=lo,
+                             group_hi=hi, dtype=np.dtype(dtype), fill=fill,
+                             resampling=resampling, token=token)
+    ds = _variables(load_array(load), names, band_as_variable)
+    if chunks is None:
+        ds = ds.load()
+    packing = _packing([ref], dtype, fill_nodata, mask_and_scale)
+    if mask_and_scale:
+        ds = _decoded(ds, packing, eager=chunks is None)
+    groups = [(planning.Unit(0, 0, int(t)),) for t in times]
+    return _conform(ds, gbox, [ref], groups, names, band_index, fill_nodata, packing,
+                    mask_and_scale)
+
+
+def _variables(data: Any, names: list[str], band_as_variable: bool) -> xr.Dataset:
+    """Return the Dataset of a ``(time, band, y, x)`` load: a variable per band, or one."""
+    variables: dict[str, tuple[tuple[str, ...], Any]]
+    if band_as_variable:
+        variables = {name: (("time", "y", "x"), data[:, i]) for i, name in enumerate(names)}
+    else:
+        variables = {VARIABLE: (("time", "band", "y", "x"), data)}
+    ds = xr.Dataset(variables)
+    if not band_as_variable:
+        ds = ds.assign_coords(band=("band", np.array(names, dtype=str)))
+    return ds
 
 
 def _packing(sources: Sequence[StacSource], dtype: np.dtype, nodata: float | None,
@@ -223,38 +340,6 @@ def _decoded(ds: xr.Dataset, packing: Mapping[str, Any], *, eager: bool) -> xr.D
     return out.load() if eager else out
 
 
-def _bands(sources: Sequence[StacSource], wanted: str | Sequence[str] | None
-           ) -> tuple[list[str], list[tuple[int, ...]]]:
-    """Return output band names and, per source, the stored band of each."""
-    first = sources[0].labels
-    names = list(first.names) if wanted is None else (
-        [wanted] if isinstance(wanted, str) else [str(b) for b in wanted])
-    if not names:
-        raise RumiCatalogError("bands= names no band")
-    if len(set(names)) != len(names):
-        raise RumiCatalogError(f"bands= repeats a band: {names}")
-    index = []
-    for s in sources:
-        labels = s.labels
-        lookup: dict[str, int] = {}
-        for i, common in enumerate(labels.common_names):
-            if common:
-                lookup.setdefault(common, i)
-        for i, text in enumerate(labels.texts):
-            lookup[text] = i
-        for i, short in enumerate(labels.names):
-            lookup[short] = i
-        missing = [n for n in names if n not in lookup]
-        if missing:
-            raise RumiCatalogKeyError(
-                f"{s.describe()} has no band {', '.join(map(repr, missing))}; its bands: "
-                f"{list(labels.names)}")
-        index.append(tuple(lookup[n] for n in names))
-        if len(set(index[-1])) != len(names):
-            raise RumiCatalogError(f"bands= names one band of {s.describe()} twice: {names}")
-    return names, index
-
-
 def _open_shared(sources: Sequence[StacSource], groups: Sequence[Sequence[planning.Unit]],
                  names: list[str], bands: tuple[int, ...], window: tuple[slice, slice],
                  chunks: Any, band_as_variable: bool, mask_and_scale: bool,
@@ -289,13 +374,10 @@ def _open_warped(sources: Sequence[StacSource], groups: Sequence[Sequence[planni
                  band_as_variable: bool, storage_options: dict[str, Any] | None
                  ) -> xr.Dataset:
     """Build the reprojecting load: one dask task per output chunk."""
-    from odc.geo.warp import resampling_s2rio
-
     from rumi_xarray.backend.dataset import group_bytes
     from rumi_xarray.dask.stac import load_array
     from rumi_xarray.sources import resolve
 
-    resampling_s2rio(resampling)  # refuse a bad name now, not in every task
     fill = _fill(dtype, nodata)
     shape = (len(groups), len(names), *gbox.shape.yx)
     sizes = planning.chunk_sizes(chunks, shape, dtype.itemsize, group_bytes())
@@ -309,15 +391,7 @@ def _open_warped(sources: Sequence[StacSource], groups: Sequence[Sequence[planni
                              groups=tuple(tuple(g) for g in groups), chunks=sizes,
                              bins=planning.bins(sources, gbox, sizes), dtype=np.dtype(dtype),
                              fill=fill, resampling=resampling, token=token)
-    data = load_array(plan)
-    variables: dict[str, tuple[tuple[str, ...], Any]]
-    if band_as_variable:
-        variables = {name: (("time", "y", "x"), data[:, i]) for i, name in enumerate(names)}
-    else:
-        variables = {VARIABLE: (("time", "band", "y", "x"), data)}
-    ds = xr.Dataset(variables)
-    if not band_as_variable:
-        ds = ds.assign_coords(band=("band", np.array(names, dtype=str)))
+    ds = _variables(load_array(plan), names, band_as_variable)
     if chunks is None:
         ds = ds.load()
     return ds
@@ -360,6 +434,7 @@ def _conform(ds: xr.Dataset, gbox: Any, sources: Sequence[StacSource],
                 {"long_name": "band text as stored"})
         new_coords.update(companions)
     ds = ds.assign_coords(new_coords)
+    ds.attrs = {}  # odc-stac's layout: the shared-grid path's open_dataset attributes go
     for name in ds.data_vars:
         var = ds[name]
         attrs: dict[str, Any] = {}

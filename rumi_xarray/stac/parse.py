@@ -21,7 +21,7 @@ import binascii
 import json
 import math
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urljoin
@@ -53,7 +53,9 @@ class StacSource:
         External header (frame index).
     grid : Grid
         Frame grid parsed from the header.
-    epsg : int
+    epsg : int or None
+        EPSG code (for a CRS that is not exactly an EPSG one, its equivalent,
+        as the file stores it), None without one.
     corner : tuple of float
         Corner-based affine transform, rasterio order (``proj:transform``).
     pixel_is_point : bool
@@ -65,6 +67,9 @@ class StacSource:
         Interval bounds, for files labelled with intervals.
     facts : mapping
         ``nodata``, ``scale_factor``, ``add_offset``, ``units`` where known.
+    crs_wkt : str or None
+        The full CRS (WKT2) when it is not exactly an EPSG one (``proj:wkt2``,
+        ``proj:projjson`` or a non-EPSG ``proj:code``).
     properties : mapping
         The Item's properties (for grouping by a property).
     """
@@ -74,13 +79,14 @@ class StacSource:
     href: str
     header: bytes = field(repr=False)
     grid: Grid = field(repr=False)
-    epsg: int
+    epsg: int | None
     corner: tuple[float, ...]
     pixel_is_point: bool
     band_texts: tuple[str, ...]
     seconds: tuple[int, ...]
     bounds: tuple[tuple[int, int], ...] | None = None
     facts: Mapping[str, Any] = field(default_factory=dict)
+    crs_wkt: str | None = None
     properties: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     @property
@@ -95,7 +101,7 @@ class StacSource:
         from odc.geo.geobox import GeoBox
 
         return GeoBox((self.grid.height, self.grid.width), Affine(*self.corner[:6]),
-                      f"EPSG:{self.epsg}")
+                      self.crs_wkt if self.crs_wkt is not None else f"EPSG:{self.epsg}")
 
     @property
     def stored_transform(self) -> tuple[float, ...]:
@@ -120,7 +126,7 @@ class StacSource:
 # --- inputs -> Item dictionaries ----------------------------------------------------
 
 
-def item_dicts(items: Any) -> list[dict[str, Any]]:
+def item_dicts(items: Any, search: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
     """Return STAC Item dictionaries, hrefs made absolute, from any accepted input.
 
     Parameters
@@ -133,8 +139,60 @@ def item_dicts(items: Any) -> list[dict[str, Any]]:
     -------
     list of dict
     """
+    search = {k: v for k, v in dict(search or {}).items() if v is not None}
     if isinstance(items, (str, os.PathLike)):
-        return _from_file(os.fspath(items))
+        return _from_file(os.fspath(items), search)
+    if _is_arrow_table(items):
+        from rumi_xarray.stac.geoparquet import read_geoparquet
+
+        return read_geoparquet(items, **search)
+    found = _item_dicts(items)
+    return [d for d in found if _matches(d, search)] if search else found
+
+
+def _matches(item: Mapping[str, Any], search: Mapping[str, Any]) -> bool:
+    """Apply ``datetime=`` and ``query=`` to an Item given as a dict (a table filters itself)."""
+    import pandas as pd
+
+    from rumi_xarray.stac.geoparquet import _OPS, datetime_bounds
+
+    props = item.get("properties") or {}
+    if search.get("datetime") is not None:
+        lo, hi = datetime_bounds(search["datetime"])
+
+        def when(key: str) -> Any:
+            value = props.get(key)
+            if value is None:
+                return None
+            t = pd.Timestamp(value)
+            return t.tz_localize("UTC") if t.tzinfo is None else t.tz_convert("UTC")
+
+        start = when("start_datetime") or when("datetime")
+        end = when("end_datetime") or when("datetime")
+        if start is None or end is None:
+            return False
+        if (lo is not None and end < lo) or (hi is not None and start > hi):
+            return False
+    for prop, conditions in dict(search.get("query") or {}).items():
+        value = props.get(prop)
+        if not isinstance(conditions, Mapping):
+            conditions = {"eq": conditions}
+        for op, want in conditions.items():
+            if op == "in":
+                ok = value in list(want)
+            elif op in _OPS:
+                ok = value is not None and bool(getattr(value, _OPS[op])(want))
+            else:
+                raise RumiCatalogError(f"query= operator {op!r} is not one of "
+                                       f"{sorted([*_OPS, 'in'])}")
+            if not ok:
+                return False
+    return True
+
+
+def _item_dicts(items: Any) -> list[dict[str, Any]]:
+    if isinstance(items, (str, os.PathLike)):
+        return _from_file(os.fspath(items), {})
     if isinstance(items, Mapping):
         if items.get("type") == "FeatureCollection":
             return [_with_absolute_hrefs(dict(f)) for f in items.get("features", [])]
@@ -163,18 +221,18 @@ def _is_arrow_table(obj: Any) -> bool:
     return type(obj).__module__.startswith("pyarrow") and hasattr(obj, "schema")
 
 
-def _from_file(path: str) -> list[dict[str, Any]]:
+def _from_file(path: str, search: Mapping[str, Any]) -> list[dict[str, Any]]:
     lowered = path.split("?", 1)[0].lower()
-    if lowered.endswith(tuple(_suffixes())):
+    if lowered.endswith(tuple(_suffixes())) or (os.path.isdir(path) and "://" not in path):
         from rumi_xarray.stac.geoparquet import read_geoparquet
 
-        return read_geoparquet(path)
+        return read_geoparquet(path, **search)
     if lowered.endswith((".json", ".geojson")):
         import fsspec
 
         with fsspec.open(path, "rt", encoding="utf-8") as f:
             content = json.load(f)
-        found = item_dicts(content)
+        found = item_dicts(content, {k: v for k, v in search.items() if k != "bbox"})
         base = path if "://" in path else os.path.abspath(path)
         for item in found:
             for asset in (item.get("assets") or {}).values():
@@ -224,8 +282,8 @@ def _absolute(href: str) -> bool:
 # --- Item dictionaries -> sources -----------------------------------------------------
 
 
-def parse_items(items: Any, storage_options: dict[str, Any] | None = None
-                ) -> list[StacSource]:
+def parse_items(items: Any, storage_options: dict[str, Any] | None = None,
+                search: Mapping[str, Any] | None = None) -> list[StacSource]:
     """Return the Rumi source of every Item.
 
     Parameters
@@ -233,7 +291,13 @@ def parse_items(items: Any, storage_options: dict[str, Any] | None = None
     items : any accepted input
         See :func:`item_dicts`.
     storage_options : dict, optional
-        fsspec options, for the metadata read of Items without a header.
+        fsspec options, for the metadata read of Items without a header (and
+        for a remote table).
+    search : mapping, optional
+        ``bbox``, ``datetime``, ``query`` selections: pushed down to the
+        Parquet reader for a stac-geoparquet table (row groups that cannot
+        match are never read); ``datetime`` and ``query`` applied to Items
+        given otherwise.
 
     Returns
     -------
@@ -248,9 +312,14 @@ def parse_items(items: Any, storage_options: dict[str, Any] | None = None
     RumiCatalogKeyError
         An Item without a Rumi asset.
     """
-    plain = item_dicts(items)
+    search = dict(search or {})
+    if storage_options and isinstance(items, (str, os.PathLike)):
+        search["storage_options"] = storage_options
+    plain = item_dicts(items, search)
     if not plain:
-        raise RumiCatalogError("no STAC items to load (the search or table is empty)")
+        raise RumiCatalogError("no STAC items to load (the search or table is empty"
+                               + (", or none matches bbox=/datetime=/query=)" if search
+                                  else ")"))
     return [parse_item(d, i, storage_options) for i, d in enumerate(plain)]
 
 
@@ -308,7 +377,7 @@ def parse_item(item: Mapping[str, Any], position: int,
         raise RumiCatalogError(f"STAC item {item_id!r}: asset {key!r} has no href")
     where = f"STAC item {item_id!r} (asset {key!r})"
     properties = dict(item.get("properties") or {})
-    epsg, corner, shape = _projection(asset, properties, where)
+    (epsg, crs_wkt), corner, shape = _projection(asset, properties, where)
     fetched: Any = None
     header_text = asset.get(out.HEADER_FIELD)
     if header_text is None:
@@ -340,7 +409,8 @@ def parse_item(item: Mapping[str, Any], position: int,
                       epsg=epsg, corner=corner,
                       pixel_is_point=bool(asset.get(out.POINT_FIELD) or False),
                       band_texts=tuple(texts), seconds=tuple(seconds), bounds=bounds,
-                      facts=_facts(asset, where, grid.dtype), properties=properties)
+                      facts=_facts(asset, where, grid.dtype), properties=properties,
+                      crs_wkt=crs_wkt)
 
 
 def _fetch(href: str, storage_options: dict[str, Any] | None) -> Any:
@@ -366,12 +436,14 @@ def _field(asset: Mapping[str, Any], properties: Mapping[str, Any], name: str) -
 
 
 def _projection(asset: Mapping[str, Any], properties: Mapping[str, Any], where: str
-                ) -> tuple[int, tuple[float, ...], tuple[int, int]]:
+                ) -> tuple[tuple[int | None, str | None], tuple[float, ...], tuple[int, int]]:
     code = _field(asset, properties, "proj:code")
     epsg = _field(asset, properties, "proj:epsg")
     crs_text = (_field(asset, properties, "proj:wkt2")
                 or _field(asset, properties, "proj:projjson"))
-    crs = code if code is not None else epsg if epsg is not None else crs_text
+    # The full CRS wins over a code: proj:code names ESRI/IGNF CRSs too, and the
+    # WKT2/PROJJSON is what describes a CRS without one.
+    crs = crs_text if crs_text is not None else code if code is not None else epsg
     transform = _field(asset, properties, "proj:transform")
     shape = _field(asset, properties, "proj:shape")
     missing = [name for name, value in (("proj:code", crs), ("proj:transform", transform),
@@ -390,18 +462,35 @@ def _projection(asset: Mapping[str, Any], properties: Mapping[str, Any], where: 
     if len(values) not in (6, 9) or (len(values) == 9 and values[6:] != [0.0, 0.0, 1.0]):
         raise RumiCatalogError(f"{where}: proj:transform {transform!r} is not an affine "
                                f"transform (6 or 9 numbers)")
-    return _epsg(crs, where), tuple(values[:6]), (rows, cols)
+    return _crs(crs, where), tuple(values[:6]), (rows, cols)
 
 
-def _epsg(crs: Any, where: str) -> int:
-    from rumi_xarray.conventions.georef import epsg_of
+def _crs(crs: Any, where: str) -> tuple[int | None, str | None]:
+    from rumi_xarray.conventions.georef import item_crs
 
-    if isinstance(crs, (int, np.integer)):
-        return int(crs)
     try:
-        return epsg_of(json.dumps(crs) if isinstance(crs, Mapping) else crs, where)
+        return item_crs(crs, where)
     except ValueError as exc:
         raise RumiCatalogError(str(exc)) from exc
+
+
+def _file_grid(s: StacSource) -> tuple[tuple[float, ...] | None, int | None]:
+    """Return the transform and EPSG code the source's file stores (none without a code)."""
+    if s.epsg is None:
+        return None, None
+    return s.stored_transform, s.epsg
+
+
+def _grid_facts(s: StacSource) -> dict[str, Any]:
+    """Return the sidecar georeferencing facts of a source (as its catalog row holds them)."""
+    from rumi_xarray.conventions.georef import format_geotransform
+
+    if s.crs_wkt is None:
+        return {}
+    facts: dict[str, Any] = {"crs_wkt": s.crs_wkt}
+    if s.epsg is None:
+        facts["geotransform"] = format_geotransform(s.corner)
+    return facts
 
 
 def _band_texts(asset: Mapping[str, Any]) -> list[str] | None:
@@ -513,6 +602,58 @@ def catalog_table(sources: Iterable[StacSource]) -> pd.DataFrame:
     from rumi_xarray.catalogs.table import COLUMNS, catalog_row
 
     rows = [catalog_row(s.href, s.header, s.grid, s.seconds, s.bounds, s.band_texts,
-                        s.stored_transform, s.epsg, s.pixel_is_point, s.facts)
+                        *_file_grid(s), s.pixel_is_point, {**s.facts, **_grid_facts(s)})
             for s in sources]
     return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+def select_bands(sources: Sequence[StacSource], wanted: str | Sequence[str] | None
+                 ) -> tuple[list[str], list[tuple[int, ...]]]:
+    """Return output band names and, per source, the stored band of each.
+
+    Parameters
+    ----------
+    sources : sequence of StacSource
+    wanted : str, sequence of str or None
+        By short name, stored text or STAC common name; None: the first
+        source's bands.
+
+    Returns
+    -------
+    tuple
+        The names, and per source the stored band index of each name.
+
+    Raises
+    ------
+    RumiCatalogError
+        No band, or a band named twice.
+    RumiCatalogKeyError
+        A source lacks a band (naming it).
+    """
+    first = sources[0].labels
+    names = list(first.names) if wanted is None else (
+        [wanted] if isinstance(wanted, str) else [str(b) for b in wanted])
+    if not names:
+        raise RumiCatalogError("bands= names no band")
+    if len(set(names)) != len(names):
+        raise RumiCatalogError(f"bands= repeats a band: {names}")
+    index = []
+    for s in sources:
+        labels = s.labels
+        lookup: dict[str, int] = {}
+        for i, common in enumerate(labels.common_names):
+            if common:
+                lookup.setdefault(common, i)
+        for i, text in enumerate(labels.texts):
+            lookup[text] = i
+        for i, short in enumerate(labels.names):
+            lookup[short] = i
+        missing = [n for n in names if n not in lookup]
+        if missing:
+            raise RumiCatalogKeyError(
+                f"{s.describe()} has no band {', '.join(map(repr, missing))}; its bands: "
+                f"{list(labels.names)}")
+        index.append(tuple(lookup[n] for n in names))
+        if len(set(index[-1])) != len(names):
+            raise RumiCatalogError(f"bands= names one band of {s.describe()} twice: {names}")
+    return names, index

@@ -102,8 +102,12 @@ class LoadPlan:
     @property
     def numblocks(self) -> tuple[int, int, int, int]:
         """Return the number of chunks along time, band, y and x."""
-        return (len(self.chunks[0]), len(self.chunks[1]), len(self.chunks[2]),
-                len(self.chunks[3]))
+        return numblocks(self.chunks)
+
+
+def numblocks(chunks: Sequence[Sequence[int]]) -> tuple[int, int, int, int]:
+    """Return the number of chunks along time, band, y and x of ``(t, b, y, x)`` chunks."""
+    return (len(chunks[0]), len(chunks[1]), len(chunks[2]), len(chunks[3]))
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from rumi_xarray.conventions import cf, georef
 from rumi_xarray.conventions import time as time_conv
 from rumi_xarray.errors import RumiWriteTypeError, input_error
 from rumi_xarray.native.frames import check_dtype
+from rumi_xarray.write.masks import apply_masks
 
 _Y_NAMES = ("y", "lat", "latitude")
 _X_NAMES = ("x", "lon", "longitude")
@@ -62,7 +63,7 @@ class Prepared:
 def prepare(obj: xr.DataArray | xr.Dataset, where: str = "<to_rumi>", *,
             band_dim: str = "band", time_dim: str = "time", variable: Hashable | None = None,
             time: Any = None, crs: Any = None, chunks: dict[str, int] | None = None,
-            encode_cf: bool = True, dtype: Any = None) -> Prepared:
+            encode_cf: bool = True, dtype: Any = None, masks: str = "nodata") -> Prepared:
     """Reduce an xarray object to the array and labels a Rumi file stores.
 
     Nothing is computed: the data stay as lazy as they were. See
@@ -80,20 +81,24 @@ def prepare(obj: xr.DataArray | xr.Dataset, where: str = "<to_rumi>", *,
     crs : optional
         CRS overriding (or supplying) that of ``obj``.
     chunks : dict, optional
-        Chunks per standard dimension (``time``, ``band``, ``y``, ``x``,
-        see :func:`frame_chunks`) for data that are not dask arrays yet; by
-        default such data are left as they are.
+        Chunks per standard dimension (``time``, ``band``, ``y``, ``x``, see
+        :func:`~rumi_xarray.native.frames.frame_chunks`) for data that are not
+        dask arrays yet; by default such data are left as they are.
     encode_cf : bool, default True
         Pack CF-decoded values back to their encoded type (see
         :func:`rumi_xarray.conventions.cf.encode`); False stores decoded values.
     dtype : numpy dtype-like, optional
         The stored sample type.
+    masks : {"nodata", "band", "ignore"}
+        What becomes of a GDAL alpha band or per-dataset mask of the source
+        (see :mod:`rumi_xarray.write.masks`).
 
     Returns
     -------
     Prepared
     """
     selected, ds = _select(obj, where, variable, band_dim, time_dim, chunks)
+    selected = apply_masks(selected, where, masks)
     da = _lazy(_standard_dims(selected, where, band_dim, time_dim), chunks, where)
     check_dtype(where, np.dtype(da.dtype))
     _check_sizes(da, where)
@@ -111,9 +116,9 @@ def prepare(obj: xr.DataArray | xr.Dataset, where: str = "<to_rumi>", *,
     else:
         labels = time_conv.scalar_time(selected, ds, time_dim, where)
     bands = band_conv.band_texts(da, where)
-    transform, epsg, pixel_is_point = georef.georeference(da, ds, where, crs)
-    return Prepared(data=da, bands=bands, time=labels, transform=transform, crs=epsg,
-                    pixel_is_point=pixel_is_point, facts=encoded.facts)
+    grid = georef.georeference(da, ds, where, crs)
+    return Prepared(data=da, bands=bands, time=labels, transform=grid.transform, crs=grid.epsg,
+                    pixel_is_point=grid.pixel_is_point, facts={**encoded.facts, **grid.facts})
 
 
 # --- which variable -------------------------------------------------------------

@@ -40,6 +40,7 @@ from rumi_xarray.native.files import write_file
 from rumi_xarray.native.frames import (
     DEFAULT_CODEC,
     PATTERNS,
+    WRITE_BLOCK_PIXELS,
     Compressor,
     FrameSpec,
     check_dtype,
@@ -58,7 +59,8 @@ def write_array(path: str | os.PathLike[str], data: Any, *, bands: Sequence[str]
                 pattern: str | None = None, progress: bool | None = None,
                 nodata: Any = None, scale_factor: float | None = None,
                 add_offset: float | None = None, units: str | None = None,
-                decoded_dtype: Any = None) -> bytes:
+                decoded_dtype: Any = None, crs_wkt: str | None = None,
+                geotransform: str | None = None) -> bytes:
     """Write a ``(time, band, y, x)`` array as a Rumi file.
 
     Nodata, scale, offset and units go to the sidecar ``<path>.aux.json``
@@ -107,6 +109,13 @@ def write_array(path: str | os.PathLike[str], data: Any, *, bands: Sequence[str]
     decoded_dtype : {"float32", "float64"}, optional
         The type packed samples decode to; by default float32 for samples of
         16 bits or less and float64 otherwise (as GDAL and rioxarray decode).
+    crs_wkt : str, optional
+        The full CRS (WKT2) when it is not exactly the EPSG code ``crs``
+        (e.g. ESRI:102039 stored as its equivalent EPSG:5070), or when it
+        has no EPSG equivalent; kept in the sidecar, which reopening prefers.
+    geotransform : str, optional
+        GDAL's ``GeoTransform`` text for the sidecar, for a grid whose CRS
+        has no EPSG code (the file then stores no transform).
 
     Returns
     -------
@@ -136,7 +145,8 @@ def write_array(path: str | os.PathLike[str], data: Any, *, bands: Sequence[str]
         compress.check(dtype, target)
         facts = {"nodata": nodata, "scale_factor": scale_factor, "add_offset": add_offset,
                  "units": units, "decoded_dtype": None if decoded_dtype is None
-                 else str(np.dtype(decoded_dtype))}
+                 else str(np.dtype(decoded_dtype)), "crs_wkt": crs_wkt,
+                 "geotransform": geotransform}
         try:
             cf.cf_attributes(facts, dtype, target)  # nodata fits the samples, known types
         except RumiError as exc:
@@ -260,8 +270,8 @@ def to_rumi(obj: xr.DataArray | xr.Dataset, path: str | os.PathLike[str], *,
             tile_size: int = 512, codec: str = DEFAULT_CODEC, frame: str = "plane",
             error: Any = None, band_dim: str = "band", time_dim: str = "time",
             variable: Hashable | None = None, time: Any = None, crs: Any = None,
-            progress: bool | None = None, encode_cf: bool = True, dtype: Any = None
-            ) -> bytes:
+            progress: bool | None = None, encode_cf: bool = True, dtype: Any = None,
+            masks: str = "nodata") -> bytes:
     """Write an xarray object as a Rumi file.
 
     What is written, and where it comes from:
@@ -364,6 +374,14 @@ def to_rumi(obj: xr.DataArray | xr.Dataset, path: str | os.PathLike[str], *,
         decoded values are cast to (``"float32"`` halves float64 data); with
         packing, the packed type (as ``to_netcdf``'s encoding ``dtype``).
         Values that do not fit raise ``ValueError``.
+    masks : {"nodata", "band", "ignore"}, default "nodata"
+        A GDAL alpha band or per-dataset (internal) mask of the GeoTIFF the
+        data were opened from (``rioxarray.open_rasterio``): ``"nodata"``
+        writes masked samples as a value no unmasked sample holds and records
+        it as nodata, so ``mask_and_scale=True`` masks what rioxarray masks
+        (refused, naming this option, when no value is free); ``"band"``
+        adds the mask as a band ``mask`` (0 masked, 255 valid); ``"ignore"``
+        drops it. Never dropped without being asked.
 
     Returns
     -------
@@ -396,8 +414,8 @@ def to_rumi(obj: xr.DataArray | xr.Dataset, path: str | os.PathLike[str], *,
         _check_tile_size(target, tile_size)
         prepared = prepare(obj, target, band_dim=band_dim, time_dim=time_dim,
                            variable=variable, time=time, crs=crs,
-                           chunks=frame_chunks(pattern, tile_size), encode_cf=encode_cf,
-                           dtype=dtype)
+                           chunks=frame_chunks(pattern, tile_size, WRITE_BLOCK_PIXELS),
+                           encode_cf=encode_cf, dtype=dtype, masks=masks)
     data = prepared.data.data
     facts = prepared.facts
     return write_array(target, data, bands=prepared.bands, time=prepared.time,
@@ -406,4 +424,5 @@ def to_rumi(obj: xr.DataArray | xr.Dataset, path: str | os.PathLike[str], *,
                        codec=codec, error=error, pattern=pattern, progress=progress,
                        nodata=facts.get("nodata"), scale_factor=facts.get("scale_factor"),
                        add_offset=facts.get("add_offset"), units=facts.get("units"),
-                       decoded_dtype=facts.get("decoded_dtype"))
+                       decoded_dtype=facts.get("decoded_dtype"),
+                       crs_wkt=facts.get("crs_wkt"), geotransform=facts.get("geotransform"))

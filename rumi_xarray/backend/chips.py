@@ -1,0 +1,639 @@
+"""Chips for models: ``rx.read_chips``, ``rx.explain_chips`` and ``.rumi.chips``.
+
+A batch of chips (one size, one band selection, any dates and scenes) is
+planned by :mod:`rumi_xarray.model.chips` and read by one ``rumi.read_many``
+per scene-local date, straight into the output (numpy) or into librumi's own
+allocation handed over through DLPack (``framework="torch"`` ...), so a
+batch from single-date scenes costs one native call and no copy.
+
+:class:`ChipSource` is what a cube opened by any of our opens (one file,
+``open_mfdataset``, a catalog, one-grid STAC; lazy or chunked) says about
+chips: its :class:`~rumi_xarray.model.cube.Cube` (paths and headers), band
+names, time labels, pixel-centre coordinates, transform, CRS and CF facts.
+It pickles small (no array), so torch datasets carry it to workers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from rumi_xarray.backend.array import RumiBackendArray
+from rumi_xarray.backend.wrappers import find_backend
+from rumi_xarray.errors import RumiSelectionError, RumiUnsupportedError
+from rumi_xarray.model.chips import ChipPlan, as_starts, plan_chips
+from rumi_xarray.model.costs import Explanation
+from rumi_xarray.model.cube import Cube
+
+__all__ = ["ChipSource", "chip_source", "chips", "explain_chips", "read_chips"]
+
+#: Names of a chip's bounds, in rasterio's order.
+BOUNDS = ("minx", "miny", "maxx", "maxy")
+#: CF attributes a chip read applies (``mask_and_scale=True``) or fills with.
+_CF_KEYS = ("_FillValue", "missing_value", "scale_factor", "add_offset")
+
+
+@dataclass(frozen=True, eq=False)
+class ChipSource:
+    """What chips need from a cube: scenes, labels, georeferencing, CF facts.
+
+    Attributes
+    ----------
+    cube : Cube
+        Paths and headers of every scene (what a read needs).
+    times : numpy.ndarray
+        Cube time position of each time step of the object (a time selection
+        of the cube keeps its own positions).
+    bands : tuple of int
+        Cube band position of each band of the object.
+    band_names : tuple of str
+    time_values : numpy.ndarray
+        The object's ``time`` labels.
+    x, y : numpy.ndarray or None
+        1-D pixel-centre coordinates of the whole raster.
+    transform : tuple of float or None
+        GDAL GeoTransform (corner based) of the raster.
+    crs : str or None
+        CRS as WKT.
+    cf : dict
+        ``_FillValue``, ``scale_factor``, ``add_offset`` as stored.
+    name : str
+        The variable's name (``band_data``) or the Dataset's variables.
+    """
+
+    cube: Cube
+    times: np.ndarray
+    bands: tuple[int, ...]
+    band_names: tuple[str, ...]
+    time_values: np.ndarray
+    x: np.ndarray | None = field(repr=False)
+    y: np.ndarray | None = field(repr=False)
+    transform: tuple[float, ...] | None
+    crs: str | None = field(repr=False)
+    cf: dict[str, Any]
+    name: str
+
+    @property
+    def shape(self) -> tuple[int, int, int, int]:
+        """Return the object's ``(time, band, y, x)`` extent."""
+        _, _, height, width = self.cube.shape
+        return (len(self.times), len(self.bands), height, width)
+
+    @property
+    def dtype(self) -> np.dtype:
+        """Return the stored sample type."""
+        return self.cube.grid.dtype
+
+    @property
+    def nodata(self) -> Any:
+        """Return the stored nodata value, or ``None``."""
+        return self.cf.get("_FillValue", self.cf.get("missing_value"))
+
+    def band_positions(self, bands: Any = None) -> tuple[int, ...]:
+        """Return cube band positions of a selection by name or object position.
+
+        Parameters
+        ----------
+        bands : None, str, int or sequence of str/int
+            ``None``: every band. Names (short name as in ``band``) or 0-based
+            positions, not both.
+
+        Returns
+        -------
+        tuple of int
+
+        Raises
+        ------
+        RumiSelectionError
+            An unknown name, a position out of range, names mixed with
+            positions, or an empty selection.
+        """
+        if bands is None:
+            return self.bands
+        wanted = [bands] if isinstance(bands, (str, int, np.integer)) else list(bands)
+        if not wanted:
+            raise RumiSelectionError(f"{self.cube.name}: an empty band selection reads nothing")
+        kinds = {isinstance(b, str) for b in wanted}
+        if len(kinds) > 1:
+            raise RumiSelectionError(
+                f"{self.cube.name}: bands {wanted!r} mix names and positions; give names "
+                f"(from {list(self.band_names)}) or positions, not both")
+        out = []
+        for b in wanted:
+            if isinstance(b, str):
+                if b not in self.band_names:
+                    raise RumiSelectionError(
+                        f"{self.cube.name}: no band named {b!r} (bands: "
+                        f"{list(self.band_names)})")
+                out.append(self.bands[self.band_names.index(b)])
+            elif isinstance(b, (int, np.integer)) and not isinstance(b, bool):
+                if not -len(self.bands) <= int(b) < len(self.bands):
+                    raise RumiSelectionError(
+                        f"{self.cube.name}: band position {int(b)} out of range for "
+                        f"{len(self.bands)} band(s)")
+                out.append(self.bands[int(b)])
+            else:
+                raise RumiSelectionError(f"{self.cube.name}: {b!r} is not a band name or "
+                                         f"position")
+        return tuple(out)
+
+    def cube_starts(self, starts: Any) -> np.ndarray:
+        """Return ``(n, 3)`` chip starts in cube time positions.
+
+        Parameters
+        ----------
+        starts : array-like
+            ``(n, 3)`` ``(time, row, col)`` positions in the object.
+
+        Returns
+        -------
+        numpy.ndarray
+        """
+        array = as_starts(starts)
+        t = array[:, 0]
+        bad = np.flatnonzero((t < 0) | (t >= len(self.times)))
+        if bad.size:
+            i = int(bad[0])
+            raise RumiSelectionError(
+                f"{self.cube.name}: chip {i} starts at time {int(t[i])}, outside the "
+                f"{len(self.times)} time step(s)")
+        out = array.copy()
+        out[:, 0] = self.times[t]
+        return out
+
+    def scene_of(self, t: int) -> str:
+        """Return the name of the scene holding object time step ``t``."""
+        return self.cube.scenes[self.cube.steps[int(self.times[t])][0]].describe()
+
+
+def chip_source(obj: Any) -> ChipSource:
+    """Return what chips need from a cube opened by rumi_xarray.
+
+    Parameters
+    ----------
+    obj : xarray.Dataset, xarray.DataArray or ChipSource
+        ``band_data(time, band, y, x)`` (or a Dataset holding it, or one with
+        a variable per band), lazy or dask-backed, whole in ``y``/``x``;
+        selections along ``time`` and ``band`` are kept.
+
+    Returns
+    -------
+    ChipSource
+
+    Raises
+    ------
+    RumiUnsupportedError
+        The object is not backed by Rumi files, or was selected in ``y``/``x``.
+    """
+    if isinstance(obj, ChipSource):
+        return obj
+    if isinstance(obj, xr.Dataset):
+        if "band_data" in obj.data_vars:
+            return _from_dataarray(obj["band_data"], obj)
+        return _from_band_variables(obj)
+    if isinstance(obj, xr.DataArray):
+        return _from_dataarray(obj, obj)
+    raise RumiUnsupportedError(f"chips come from a Dataset or DataArray opened by rumi_xarray, "
+                               f"not {type(obj).__name__}")
+
+
+def _backend(var: xr.DataArray) -> tuple[RumiBackendArray, Any]:
+    """Return the Rumi array under a variable, lazy or dask-backed, and its key."""
+    data = var.variable._data
+    if hasattr(data, "__dask_graph__"):
+        from rumi_xarray.dask.graphs import getter_calls
+
+        for source, _ in getter_calls(data):
+            located = find_backend(source)
+            if located is not None:
+                array = located[0]
+                expected = array.shape
+                if tuple(data.shape) != tuple(expected):
+                    raise RumiUnsupportedError(
+                        f"{array.cube.name}: chips are read from the cube as opened (chunked "
+                        f"{tuple(data.shape)} is a selection of {tuple(expected)}); select "
+                        f"before chunking, or take chips from the whole cube")
+                return array, None
+    else:
+        located = find_backend(data)
+        if located is not None:
+            return located
+    raise RumiUnsupportedError(
+        f"{var.name!r} is not backed by Rumi files opened with rumi_xarray (open it with "
+        f"xr.open_dataset(..., engine='rumi'), rx.open_catalog or rx.open_mfdataset)")
+
+
+def _positions(key: Any, dims: tuple[str, ...], shape: tuple[int, ...]
+               ) -> dict[str, np.ndarray]:
+    """Return, per dimension, the array position of each position of the selection."""
+    full = {d: np.arange(n) for d, n in zip(dims, shape, strict=True)}
+    if key is None:
+        return full
+    from xarray.core import indexing
+
+    if not isinstance(key, indexing.BasicIndexer | indexing.OuterIndexer):
+        raise RumiUnsupportedError("chips are read from a cube selected by slices or lists, "
+                                   "not pointwise")
+    out = {}
+    for d, k in zip(dims, key.tuple, strict=True):
+        if isinstance(k, (int, np.integer)):
+            raise RumiUnsupportedError(f"chips need the {d!r} dimension; select it with a "
+                                       f"list or slice, not an integer")
+        out[d] = full[d][k]
+    return out
+
+
+def _from_dataarray(da: xr.DataArray, ds: xr.Dataset | xr.DataArray) -> ChipSource:
+    array, key = _backend(da)
+    if array.band is not None:
+        raise RumiUnsupportedError(f"{da.name!r} holds one band: take chips from the Dataset "
+                                   f"of band variables")
+    pos = _positions(key, array.dims, array.shape)
+    _check_whole_space(array.cube, pos)
+    names = (tuple(str(b) for b in da["band"].values) if "band" in da.coords
+             else tuple(str(b) for b in range(len(pos["band"]))))
+    return _source(array.cube, pos["time"], tuple(int(b) for b in pos["band"]), names, da, ds,
+                   str(da.name))
+
+
+def _from_band_variables(ds: xr.Dataset) -> ChipSource:
+    bands, names = [], []
+    cube, times = None, None
+    first = None
+    for name, var in ds.data_vars.items():
+        try:
+            array, key = _backend(var)
+        except RumiUnsupportedError:
+            continue
+        if array.band is None:
+            continue
+        pos = _positions(key, array.dims, array.shape)
+        if cube is None:
+            cube, times, first = array.cube, pos["time"], var
+            _check_whole_space(cube, pos)
+        elif array.cube is not cube or not np.array_equal(pos["time"], np.asarray(times)):
+            continue
+        bands.append(array.band)
+        names.append(str(name))
+    if cube is None or times is None or first is None:
+        raise RumiUnsupportedError("this Dataset holds no variable backed by Rumi files opened "
+                                   "with rumi_xarray")
+    return _source(cube, times, tuple(bands), tuple(names), first, ds,
+                   ", ".join(names))
+
+
+def _check_whole_space(cube: Cube, pos: dict[str, np.ndarray]) -> None:
+    _, _, height, width = cube.shape
+    if (not np.array_equal(pos["y"], np.arange(height))
+            or not np.array_equal(pos["x"], np.arange(width))):
+        raise RumiUnsupportedError(
+            f"{cube.name}: chips are positioned in the whole raster ({height}x{width}); "
+            f"select time and bands freely, but not y/x (pass row/col offsets instead)")
+
+
+def _source(cube: Cube, times: np.ndarray, bands: tuple[int, ...], names: tuple[str, ...],
+            da: xr.DataArray, ds: xr.Dataset | xr.DataArray, name: str) -> ChipSource:
+    cf = {}
+    for where in (da.attrs, da.encoding):
+        for k in _CF_KEYS:
+            if k in where and k not in cf:
+                cf[k] = where[k]
+    coords = ds.coords
+    x = np.asarray(coords["x"].values) if "x" in coords and coords["x"].ndim == 1 else None
+    y = np.asarray(coords["y"].values) if "y" in coords and coords["y"].ndim == 1 else None
+    transform = crs = None
+    if "spatial_ref" in coords:
+        attrs = coords["spatial_ref"].attrs
+        crs = attrs.get("crs_wkt")
+        gt = attrs.get("GeoTransform")
+        if gt:
+            transform = tuple(float(v) for v in str(gt).split())
+    time_values = (np.asarray(coords["time"].values) if "time" in coords
+                   else np.arange(len(times)))
+    return ChipSource(cube=cube, times=np.asarray(times, dtype=np.int64), bands=bands,
+                      band_names=names, time_values=time_values, x=x, y=y,
+                      transform=transform, crs=crs, cf=cf, name=name)
+
+
+# --- reading ---------------------------------------------------------------------
+
+
+def read_chips(cube: Any, starts: Any, size: int, *, bands: Any = None,
+               framework: str = "numpy", boundless: bool = False, fill_value: Any = None,
+               mask_and_scale: bool = False, out: np.ndarray | None = None) -> Any:
+    """Read ``n`` chips of ``size`` x ``size`` pixels in as few native calls as possible.
+
+    Chips sharing a scene-local date are read by ONE ``rumi.read_many``:
+    windows across any number of scenes in one plan and one transport
+    submission. A batch from single-date scenes (a catalog, ``open_mfdataset``,
+    STAC items on one grid) is therefore one call whatever its size; chips
+    from a multi-date file cost one call per distinct date (one in all when a
+    frame holds every date). Every chip equals ``rumi.read`` of its window,
+    bit for bit.
+
+    Parameters
+    ----------
+    cube : xarray.Dataset, xarray.DataArray or ChipSource
+        Opened by ``xr.open_dataset(engine="rumi")``, ``rx.open_dataset``,
+        ``rx.open_mfdataset``, ``rx.open_catalog`` or ``rx.open_stac`` (items
+        on one grid), lazy or chunked; a selection along ``time`` or ``band``
+        is kept, ``y``/``x`` must be whole.
+    starts : array-like
+        ``(n, 3)`` integer ``(time, row, col)`` of each chip's upper-left
+        pixel: positions along the object's ``time``, ``y`` and ``x``.
+    size : int
+        Chip height and width in pixels.
+    bands : str, int or sequence, optional
+        Band names or positions along ``band``; default every band.
+    framework : {"numpy", "torch", "jax", "tensorflow", "dlpack"}, default "numpy"
+        Array type returned. A batch read by one call is librumi's own
+        allocation handed over through DLPack (no copy); one assembled from
+        several calls is one numpy buffer handed over the same way.
+    boundless : bool, default False
+        Let chips cross the raster's edge; what lies outside is
+        ``fill_value``. Without it such a chip raises.
+    fill_value : scalar, optional
+        Value outside the raster; default the nodata value (``_FillValue``),
+        else 0 (as rasterio's boundless reads). NaN under ``mask_and_scale``.
+    mask_and_scale : bool, default False
+        Decode as ``xr.open_dataset(mask_and_scale=True)`` does (nodata ->
+        NaN, scale and offset applied, xarray's own CF decoder); by default
+        the stored samples.
+    out : numpy.ndarray, optional
+        C-contiguous ``(n, band, size, size)`` destination of the stored
+        dtype (e.g. a view of a shared-memory tensor): librumi decodes into
+        it and it is returned (``framework`` and ``mask_and_scale`` must be
+        left at their defaults).
+
+    Returns
+    -------
+    array
+        ``(n, band, size, size)``.
+
+    Raises
+    ------
+    RumiSelectionError
+        A chip out of range (naming it and its scene), a zero size, an empty
+        or mixed band selection.
+    RumiIOError, RumiFileNotFoundError, RumiFormatError
+        The read failed; the message names the scene and window involved.
+    """
+    source = chip_source(cube)
+    if framework not in _frameworks():
+        raise RumiSelectionError(f"framework must be one of {_frameworks()}, got {framework!r}")
+    plan = _plan(source, starts, size, bands, boundless)
+    if out is not None:
+        shape = (plan.n, len(plan.bands), plan.size, plan.size)
+        if (framework != "numpy" or mask_and_scale or out.shape != shape
+                or out.dtype != source.dtype or not out.flags.c_contiguous):
+            raise RumiSelectionError(
+                f"out= must be a C-contiguous {shape} {source.dtype} numpy array (raw samples, "
+                f"framework='numpy'), got {out.shape} {out.dtype}")
+        return _execute(source, plan, "numpy", fill_value=_raw_fill(source, fill_value, False),
+                        out=out)
+    if mask_and_scale:
+        raw = _execute(source, plan, "numpy", fill_value=_raw_fill(source, fill_value, True))
+        decoded = _decode(source, raw, fill_value)
+        return _adopt(decoded, framework)
+    return _execute(source, plan, framework, fill_value=_raw_fill(source, fill_value, False))
+
+
+def _frameworks() -> tuple[str, ...]:
+    from rumi_xarray.native.reads import FRAMEWORKS
+
+    return FRAMEWORKS
+
+
+def _adopt(array: np.ndarray, framework: str) -> Any:
+    from rumi_xarray.native.reads import adopt
+
+    return adopt(array, framework)
+
+
+def _plan(source: ChipSource, starts: Any, size: int, bands: Any, boundless: bool) -> ChipPlan:
+    positions = source.band_positions(bands)
+    return plan_chips(source.cube, source.cube_starts(starts), size, positions,
+                      boundless=boundless)
+
+
+def _raw_fill(source: ChipSource, fill_value: Any, masked: bool) -> Any:
+    """Return the stored value outside the raster (nodata when known, else 0)."""
+    if fill_value is not None and not masked:
+        return fill_value
+    nodata = source.nodata
+    if nodata is not None and not (isinstance(nodata, float) and np.isnan(nodata)
+                                   and source.dtype.kind != "f"):
+        return nodata
+    return 0
+
+
+def _execute(source: ChipSource, plan: ChipPlan, framework: str, *, fill_value: Any,
+             out: np.ndarray | None = None) -> Any:
+    """Run a chip plan and return ``(n, band, size, size)`` in ``framework``."""
+    from rumi_xarray.native import reads
+
+    cube = source.cube
+    n, nb, s = plan.n, len(plan.bands), plan.size
+    if plan.direct:
+        call = plan.calls[0]
+        if framework == "numpy":
+            if out is None:
+                out = np.empty((n, nb, s, s), dtype=cube.grid.dtype)
+            reads.run(cube, call, out=out.reshape(n, 1, nb, s, s))  # a view: decoded in place
+            return out
+        return reads.run_as(cube, call, framework, pattern="n b y x")
+    if out is None:
+        out = np.empty((n, nb, s, s), dtype=cube.grid.dtype)
+    out[...] = fill_value
+    for index, call in enumerate(plan.calls):
+        result = reads.run(cube, call)
+        for p in plan.placements:
+            if p.call == index:
+                out[p.chip, :, p.oy:p.oy + p.h, p.ox:p.ox + p.w] = (
+                    result[p.item, p.t, :, p.sy:p.sy + p.h, p.sx:p.sx + p.w])
+    return reads.adopt(out, framework)
+
+
+def _decode(source: ChipSource, raw: np.ndarray, fill_value: Any) -> np.ndarray:
+    """Mask and scale raw chips with xarray's CF decoder, as ``open_dataset`` does."""
+    from xarray.conventions import decode_cf_variable
+
+    attrs = {k: v for k, v in source.cf.items() if k in _CF_KEYS}
+    var = xr.Variable(("chip", "band", "y", "x"), raw, attrs=attrs)
+    decoded = np.asarray(decode_cf_variable(source.name, var, mask_and_scale=True,
+                                            decode_times=False).values)
+    if fill_value is not None and decoded.dtype.kind == "f":
+        decoded = np.where(np.isnan(decoded), decoded.dtype.type(fill_value), decoded)
+    return decoded
+
+
+# --- explain ---------------------------------------------------------------------
+
+
+def explain_chips(cube: Any, starts: Any, size: int, *, bands: Any = None,
+                  boundless: bool = False) -> Explanation:
+    """Say what :func:`read_chips` of these chips costs, with no I/O.
+
+    Parameters
+    ----------
+    cube, starts, size, bands, boundless
+        As for :func:`read_chips`.
+
+    Returns
+    -------
+    Explanation
+        Native calls, windows, frames, compressed bytes and byte ranges
+        (librumi's own plan of each window), decoded bytes.
+    """
+    from rumi_xarray.native.reads import plan_ranges
+
+    source = chip_source(cube)
+    plan = _plan(source, starts, size, bands, boundless)
+    c = source.cube
+    items = frames = compressed = decoded = nranges = 0
+    for call in plan.calls:
+        items += len(call.scenes)
+        decoded += len(call.scenes) * call.samples_per_item * c.grid.dtype.itemsize
+        for s, r, col in zip(call.scenes, call.rows, call.cols, strict=True):
+            ranges = plan_ranges(c.scenes[s], call.times, call.bands, r, col, call.height,
+                                 call.width)
+            frames += len(ranges)
+            nranges += len(ranges)
+            compressed += sum(length for _, length in ranges)
+    return Explanation(calls=len(plan.calls), items=items, frames=frames,
+                       compressed_bytes=compressed, decoded_bytes=decoded, ranges=nranges)
+
+
+# --- labelled chips ----------------------------------------------------------------
+
+
+def pixel_centres(source: ChipSource, axis: str, starts: np.ndarray, size: int) -> np.ndarray:
+    """Return ``(n, size)`` pixel-centre coordinates of chips along ``y`` or ``x``.
+
+    Inside the raster they are the cube's own coordinate values (bit for
+    bit); outside (boundless chips) they continue the transform.
+
+    Parameters
+    ----------
+    source : ChipSource
+    axis : {"y", "x"}
+    starts : numpy.ndarray
+        ``(n,)`` first row or column of each chip.
+    size : int
+
+    Returns
+    -------
+    numpy.ndarray
+    """
+    values = source.y if axis == "y" else source.x
+    index = starts[:, None] + np.arange(size)[None, :]
+    if values is None:
+        return index.astype(np.float64)
+    extent = len(values)
+    out = values[np.clip(index, 0, extent - 1)].astype(np.float64)
+    outside = (index < 0) | (index >= extent)
+    if outside.any():
+        step = (values[-1] - values[0]) / (extent - 1) if extent > 1 else (
+            _step(source, axis))
+        out[outside] = values[0] + index[outside] * step
+    return out
+
+
+def _step(source: ChipSource, axis: str) -> float:
+    gt = source.transform
+    if gt is None:
+        return 1.0
+    return gt[5] if axis == "y" else gt[1]
+
+
+def bounds(source: ChipSource, starts: np.ndarray, size: int) -> np.ndarray:
+    """Return ``(n, 4)`` ``(minx, miny, maxx, maxy)`` of chips, as rasterio orders them.
+
+    Parameters
+    ----------
+    source : ChipSource
+    starts : numpy.ndarray
+        ``(n, 3)`` object ``(time, row, col)``.
+    size : int
+
+    Returns
+    -------
+    numpy.ndarray
+        In the CRS's units; pixel units when the cube has no transform.
+    """
+    rows, cols = starts[:, 1].astype(np.float64), starts[:, 2].astype(np.float64)
+    gt = source.transform
+    if gt is None:
+        return np.stack([cols, rows, cols + size, rows + size], axis=1)
+    xs = np.stack([gt[0] + cols * gt[1] + rows * gt[2],
+                   gt[0] + (cols + size) * gt[1] + (rows + size) * gt[2]], axis=1)
+    ys = np.stack([gt[3] + cols * gt[4] + rows * gt[5],
+                   gt[3] + (cols + size) * gt[4] + (rows + size) * gt[5]], axis=1)
+    return np.stack([xs.min(1), ys.min(1), xs.max(1), ys.max(1)], axis=1)
+
+
+def chips(cube: Any, starts: Any, size: int, *, bands: Any = None, boundless: bool = False,
+          fill_value: Any = None, mask_and_scale: bool = False) -> xr.DataArray:
+    """Read chips as a labelled DataArray ``(chip, band, y, x)``.
+
+    Each chip keeps its ``time`` (coordinate along ``chip``), its pixel
+    centres as ``(chip, y)`` and ``(chip, x)`` coordinates, its upper-left
+    ``row``/``col``, its bounds (``minx``, ``miny``, ``maxx``, ``maxy`` along
+    ``chip``) and the CRS (``spatial_ref``).
+
+    Parameters
+    ----------
+    cube, starts, size, bands, boundless, fill_value, mask_and_scale
+        As for :func:`read_chips`.
+
+    Returns
+    -------
+    xarray.DataArray
+    """
+    source = chip_source(cube)
+    data = read_chips(source, starts, size, bands=bands, boundless=boundless,
+                      fill_value=fill_value, mask_and_scale=mask_and_scale)
+    object_starts = as_starts(starts)
+    positions = source.band_positions(bands)
+    names = [source.band_names[source.bands.index(b)] for b in positions]
+    coords: dict[Hashable, Any] = {
+        "band": ("band", names),
+        "time": ("chip", source.time_values[object_starts[:, 0]]),
+        "row": ("chip", object_starts[:, 1]),
+        "col": ("chip", object_starts[:, 2]),
+        "y": (("chip", "y"), pixel_centres(source, "y", object_starts[:, 1], size)),
+        "x": (("chip", "x"), pixel_centres(source, "x", object_starts[:, 2], size)),
+    }
+    box = bounds(source, object_starts, size)
+    for k, corner in enumerate(BOUNDS):
+        coords[corner] = ("chip", box[:, k])
+    attrs: dict[str, Any] = {}
+    if not mask_and_scale:
+        attrs.update({k: v for k, v in source.cf.items()})
+    if source.crs is not None:
+        spatial: dict[str, Any] = {"crs_wkt": source.crs, "spatial_ref": source.crs}
+        if source.transform is not None:
+            spatial["GeoTransform"] = " ".join(repr(v) for v in source.transform)
+        coords["spatial_ref"] = ((), np.int64(0), spatial)
+        attrs["grid_mapping"] = "spatial_ref"
+    return xr.DataArray(data, dims=("chip", "band", "y", "x"), coords=coords, attrs=attrs,
+                        name=source.name if "," not in source.name else "chips")
+
+
+def scene_names(source: ChipSource, starts: Sequence[Sequence[int]]) -> list[str]:
+    """Return the scene of each chip (for error messages and samples).
+
+    Parameters
+    ----------
+    source : ChipSource
+    starts : (n, 3) array-like
+
+    Returns
+    -------
+    list of str
+    """
+    return [source.scene_of(int(t)) for t, _, _ in np.asarray(starts)]

@@ -1,0 +1,47 @@
+"""What a read costs, planned without I/O: the report ``explain()`` returns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rumi_xarray.formatting import human_size
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """What reading an object would cost, planned by librumi without I/O.
+
+    Attributes
+    ----------
+    calls : int
+        Native read calls (one per chunk of a dask array, one per access of a
+        lazily indexed one, each one plan and one transport submission).
+    items : int
+        Windows across those calls.
+    frames : int
+        Frames the calls decode.
+    compressed_bytes : int
+        Bytes fetched from storage (sum of planned ranges).
+    decoded_bytes : int
+        Bytes the calls return.
+    ranges : int
+        Byte ranges planned (the transport coalesces neighbours into fewer
+        requests).
+    tables : tuple of str
+        For cubes over catalog tables on disk: what opening read from each
+        table, what it left there, and that tasks read their own rows.
+    """
+
+    calls: int
+    items: int
+    frames: int
+    compressed_bytes: int
+    decoded_bytes: int
+    ranges: int
+    tables: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        text = (f"{self.calls} native read call(s), {self.items} window(s), {self.frames} "
+                f"frame(s): {human_size(self.compressed_bytes)} compressed in {self.ranges} "
+                f"range(s) -> {human_size(self.decoded_bytes)} decoded")
+        return "\n".join((text, *self.tables))

@@ -1,0 +1,230 @@
+"""STAC loads over a stac-geoparquet archive: each output chunk finds its Items when it runs.
+
+``rx.open_stac(table, ..., lookup="task")`` opens a load across grids (UTM
+zones, overlapping footprints) without parsing or planning the archive's
+Items on the client. Opening reads the ``datetime`` column of the rows the
+selections keep (pushed down to pyarrow, so pruned row groups are never read)
+and one Item (bands, dtype, nodata). The dask graph holds a :class:`TableLoad`:
+the table's name, the selections, the output grid, its chunks and the time
+groups (two numbers per output time step), never an Item. When an output
+chunk's task runs, it asks the table for the Items whose ``bbox`` meets the
+chunk's footprint and whose ``datetime`` falls in the chunk's time groups
+(again pushed down to the row-group statistics), and plans that chunk alone
+with :func:`rumi_xarray.stac.plan.block_plan`, exactly as an open-time plan
+of the same Items would: the same windows, calls and mosaic order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from rumi_xarray.errors import RumiCatalogError
+from rumi_xarray.model.cube import Scene
+from rumi_xarray.stac import plan as planning
+from rumi_xarray.stac.parse import StacSource, parse_item
+
+#: ``groupby`` values a task-time lookup supports.
+GROUPBY = ("time", "solar_day")
+
+
+@dataclass(frozen=True)
+class TableLoad:
+    """A reprojecting load whose Items are looked up per output chunk, stored once in a graph.
+
+    Parameters
+    ----------
+    url : str
+        The stac-geoparquet file or folder.
+    storage_options : mapping
+    query : mapping or None
+        The caller's property selection (STAC API query extension).
+    bands : tuple of str
+        Output bands, as the caller named them.
+    geobox : odc.geo.geobox.GeoBox
+    chunks : (time, band, y, x) chunks
+    group_lo, group_hi : numpy.ndarray
+        POSIX seconds bounding each output time step's Items (inclusive).
+    dtype : numpy.dtype
+    fill : int or float
+    resampling : str
+    token : str
+    """
+
+    url: str
+    storage_options: Mapping[str, Any] = field(repr=False)
+    query: Mapping[str, Any] | None
+    bands: tuple[str, ...]
+    geobox: Any = field(repr=False)
+    chunks: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]]
+    group_lo: np.ndarray = field(repr=False)
+    group_hi: np.ndarray = field(repr=False)
+    dtype: np.dtype
+    fill: Any
+    resampling: str
+    token: str
+
+    @property
+    def numblocks(self) -> tuple[int, int, int, int]:
+        """Return the number of chunks along time, band, y and x."""
+        return planning.numblocks(self.chunks)
+
+    def items(self, it: int, iy: int, ix: int) -> list[dict[str, Any]]:
+        """Return the Items one output chunk needs, read from the table now."""
+        import pandas as pd
+
+        from rumi_xarray.stac.geoparquet import read_geoparquet
+
+        t0, nt = sum(self.chunks[0][:it]), self.chunks[0][it]
+        y0, x0 = sum(self.chunks[2][:iy]), sum(self.chunks[3][:ix])
+        h, w = self.chunks[2][iy], self.chunks[3][ix]
+        box = self.geobox[y0:y0 + h, x0:x0 + w].footprint("epsg:4326", npoints=16)
+        west, south, east, north = box.boundingbox
+        # Bounds are whole seconds, as Items' times are planned: the last one spans its second.
+        when = (pd.Timestamp(int(self.group_lo[t0]), unit="s", tz="UTC"),
+                pd.Timestamp(int(self.group_hi[t0 + nt - 1]) + 1, unit="s", tz="UTC")
+                - pd.Timedelta(1, "ns"))
+        return read_geoparquet(self.url, bbox=(west, south, east, north), datetime=when,
+                               query=self.query, storage_options=self.storage_options)
+
+    def local_plan(self, it: int, iy: int, ix: int) -> planning.LoadPlan:
+        """Return the open-time plan of exactly the Items of one output chunk."""
+        from rumi_xarray.sources import resolve
+        from rumi_xarray.stac.parse import select_bands
+
+        t0, nt = sum(self.chunks[0][:it]), self.chunks[0][it]
+        found = self.items(it, iy, ix)
+        sources = [parse_item(d, i, dict(self.storage_options) or None)
+                   for i, d in enumerate(found)]
+        for s in sources:
+            if s.grid.dtype != self.dtype:
+                raise RumiCatalogError(f"{s.describe()} stores {s.grid.dtype}, the load "
+                                       f"{self.dtype}: load Items of one sample type")
+        groups: list[list[planning.Unit]] = [[] for _ in range(len(self.group_lo))]
+        for i, s in enumerate(sources):
+            for step, sec in enumerate(s.seconds):
+                k = int(np.searchsorted(self.group_hi, sec, side="left"))
+                if t0 <= k < t0 + nt and self.group_lo[k] <= sec:
+                    groups[k].append(planning.Unit(i, step, int(sec)))
+        for k in range(t0, t0 + nt):
+            groups[k].sort(key=lambda u: (u.seconds, sources[u.source].item_id, u.step))
+        band_index: list[tuple[int, ...]] = []
+        if sources:
+            _, band_index = select_bands(sources, list(self.bands))
+        scenes = tuple(Scene(resolve.resolve(s.href, storage_options=dict(
+            self.storage_options) or None), s.header, s.position) for s in sources)
+        return planning.LoadPlan(
+            sources=tuple(sources), scenes=scenes, band_index=tuple(band_index),
+            geobox=self.geobox, groups=tuple(tuple(g) for g in groups), chunks=self.chunks,
+            bins=planning.bins(sources, self.geobox, self.chunks), dtype=self.dtype,
+            fill=self.fill, resampling=self.resampling, token=self.token)
+
+    def block_plan(self, it: int, ib: int, iy: int, ix: int) -> planning.BlockPlan:
+        """Plan one output chunk from the Items the table holds for it.
+
+        Parameters
+        ----------
+        it, ib, iy, ix : int
+            Chunk indices along time, band, y and x.
+
+        Returns
+        -------
+        BlockPlan
+        """
+        return planning.block_plan(self.local_plan(it, iy, ix), it, ib, iy, ix)
+
+
+def open_columns(url: str, *, bbox: Sequence[float] | None, datetime: Any,
+                 query: Mapping[str, Any] | None,
+                 storage_options: Mapping[str, Any] | None) -> tuple[np.ndarray, dict[str, Any]]:
+    """Return the POSIX seconds of the selected Items and one of them, reading nothing else.
+
+    Parameters
+    ----------
+    url : str
+    bbox, datetime, query
+        As for :func:`rumi_xarray.stac.geoparquet.read_geoparquet`.
+    storage_options : mapping, optional
+
+    Returns
+    -------
+    tuple
+        Sorted int64 seconds of every selected Item, and the first Item (a dict).
+    """
+    from stac_geoparquet.arrow import stac_table_to_items
+
+    from rumi_xarray.stac.geoparquet import _drop_nulls, dataset_of, filter_expression
+
+    dataset = dataset_of(url, storage_options)
+    expression = filter_expression(dataset.schema, bbox=bbox, datetime=datetime, query=query)
+    times = dataset.to_table(columns=["datetime"], filter=expression).column("datetime")
+    if len(times) == 0:
+        raise RumiCatalogError(f"{url}: no STAC item matches bbox=/datetime=/query=")
+    if times.null_count:
+        raise RumiCatalogError(f"{url}: lookup='task' loads Items with a datetime; "
+                               f"{times.null_count} selected Item(s) have none (intervals): "
+                               f"use lookup='open'")
+    seconds = np.sort(times.cast("int64").to_numpy() // _per_second(times.type))
+    # No read-ahead: the scan stops in the first row group holding a match.
+    first = dataset.scanner(filter=expression, batch_readahead=0,
+                            fragment_readahead=0).head(1)
+    item = _drop_nulls(next(iter(stac_table_to_items(first))))
+    return seconds.astype(np.int64), item
+
+
+def _per_second(kind: Any) -> int:
+    return {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}[kind.unit]
+
+
+def time_groups(seconds: np.ndarray, groupby: str, gbox: Any
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Return per output time step: its time (first Item), and the bounds of its Items.
+
+    Parameters
+    ----------
+    seconds : numpy.ndarray
+        Sorted POSIX seconds of every selected Item.
+    groupby : {"time", "solar_day"}
+    gbox : odc.geo.geobox.GeoBox
+        The output grid (its centre longitude for ``"solar_day"``, as
+        :func:`rumi_xarray.stac.plan.time_groups` takes it).
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        Times, lower and upper bounds (inclusive POSIX seconds).
+    """
+    if groupby == "time":
+        unique = np.unique(seconds)
+        return unique, unique, unique
+    if groupby != "solar_day":
+        raise RumiCatalogError(f"lookup='task' groups by {GROUPBY}, got groupby={groupby!r}")
+    lon = gbox.extent.centroid.to_crs("epsg:4326").points[0][0]
+    offset = int(lon / 15) * 3600
+    days = (seconds + offset) // 86400
+    unique, first = np.unique(days, return_index=True)
+    lo = unique * 86400 - offset
+    return seconds[first], lo, lo + 86399
+
+
+def token(url: str, *parts: Any) -> str:
+    """Return a deterministic name for a load over a table (its files' sizes and times too)."""
+    digest = hashlib.sha256(url.encode("utf-8", "replace"))
+    if "://" not in url and os.path.exists(url):
+        for root, _, names in os.walk(url) if os.path.isdir(url) else [("", [], [url])]:
+            for name in sorted(names):
+                st = os.stat(os.path.join(root, name))
+                digest.update(f"{name}:{st.st_size}:{st.st_mtime_ns}".encode())
+    digest.update(repr(parts).encode())
+    return digest.hexdigest()[:32]
+
+
+def reference_source(item: Mapping[str, Any], storage_options: Mapping[str, Any] | None
+                     ) -> StacSource:
+    """Parse the one Item an archive open reads."""
+    return parse_item(dict(item), 0, dict(storage_options or {}) or None)

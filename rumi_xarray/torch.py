@@ -68,7 +68,7 @@ def _grid_differences(image: ChipSource, mask: ChipSource) -> list[str]:
     if (h, w) != (mh, mw):
         out.append(f"y/x shape {mh}x{mw} != {h}x{w}")
     if image.transform is not None and mask.transform is not None:
-        if image.transform != mask.transform:
+        if not np.allclose(image.transform, mask.transform, rtol=1e-12, atol=1e-9):
             out.append(f"transform {mask.transform} != {image.transform}")
     elif (image.transform is None) != (mask.transform is None):
         out.append("one has a transform, the other none")

@@ -28,7 +28,7 @@ import torch
 from torch.utils.data import Dataset, Sampler
 
 from rumi_xarray.backend.chips import ChipSource, bounds, chip_source, explain_chips, read_chips
-from rumi_xarray.errors import RumiSelectionError
+from rumi_xarray.errors import RumiArgumentError, RumiSelectionError
 from rumi_xarray.model.chips import grid_starts, random_starts
 from rumi_xarray.model.costs import Explanation
 
@@ -41,6 +41,70 @@ _TORCH_TYPES = {"uint8": torch.uint8, "int8": torch.int8, "int16": torch.int16,
                 "uint16": torch.uint16, "int32": torch.int32, "uint32": torch.uint32,
                 "int64": torch.int64, "uint64": torch.uint64, "float16": torch.float16,
                 "float32": torch.float32, "float64": torch.float64}
+
+
+def _positive(what: str, value: Any) -> int:
+    """Return ``value`` as an int when it is a positive integer (not a bool), else raise."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise RumiSelectionError(f"chip {what} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def _check_fits(sources: list[ChipSource], size: int) -> None:
+    """Raise when a chip of ``size`` does not fit in some grid's raster."""
+    for source in sources:
+        _, _, height, width = source.shape
+        if size > height or size > width:
+            raise RumiSelectionError(
+                f"{source.cube.name}: a {size}x{size} chip does not fit in the "
+                f"{height}x{width} raster")
+
+
+def _grid_differences(image: ChipSource, mask: ChipSource) -> list[str]:
+    """Return how the mask's grid differs from the image's (shape, transform, CRS)."""
+    out = []
+    _, _, h, w = image.shape
+    _, _, mh, mw = mask.shape
+    if (h, w) != (mh, mw):
+        out.append(f"y/x shape {mh}x{mw} != {h}x{w}")
+    if image.transform is not None and mask.transform is not None:
+        if not np.allclose(image.transform, mask.transform, rtol=1e-12, atol=1e-9):
+            out.append(f"transform {mask.transform} != {image.transform}")
+    elif (image.transform is None) != (mask.transform is None):
+        out.append("one has a transform, the other none")
+    elif not out and not all(
+            a is not None and b is not None and np.array_equal(a, b)
+            for a, b in ((image.x, mask.x), (image.y, mask.y))):
+        out.append("x/y coordinates differ")
+    if not _same_crs(image.crs, mask.crs):
+        out.append(f"CRS {_crs_name(mask.crs)} != {_crs_name(image.crs)}")
+    return out
+
+
+def _same_crs(a: str | None, b: str | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    if a == b:
+        return True
+    from pyproj import CRS
+
+    try:
+        return bool(CRS.from_user_input(a) == CRS.from_user_input(b))
+    except Exception:  # an unparsable WKT: the texts decide
+        return False
+
+
+def _crs_name(crs: str | None) -> str:
+    if crs is None:
+        return "none"
+    from pyproj import CRS
+
+    try:
+        parsed = CRS.from_user_input(crs)
+    except Exception:
+        return crs[:60]
+    authority = parsed.to_authority()
+    return ":".join(authority) if authority else parsed.name
 
 
 def _sources(cube: Any) -> tuple[list[ChipSource], bool]:
@@ -69,7 +133,12 @@ class ChipDataset(Dataset[Sample]):
     mask : Dataset or DataArray, optional
         A raster on the same grid (one time step, e.g. land cover) read at
         each chip's window into ``sample["mask"]`` (``(size, size)``), one
-        more native call per batch. Only with a single cube.
+        more native call per batch. Only with a single cube. Its y/x shape,
+        transform and CRS must equal the image's (else
+        :class:`~rumi_xarray.errors.RumiArgumentError`, ``keyword="mask"``).
+    mask_band : str or int, optional
+        The mask's band (name or position); needed when the mask has
+        more than one band.
     boundless : bool, default False
         Chips may cross the raster's edge (filled with nodata).
     mask_and_scale : bool, default False
@@ -85,10 +154,12 @@ class ChipDataset(Dataset[Sample]):
 
     def __init__(self, cube: Any, size: int, bands: Any = None,
                  transform: Callable[[Sample], Sample] | None = None, *,
-                 mask: Any = None, boundless: bool = False,
-                 mask_and_scale: bool = False) -> None:
+                 mask: Any = None, mask_band: str | int | None = None,
+                 boundless: bool = False, mask_and_scale: bool = False) -> None:
         self.sources, self.many = _sources(cube)
-        self.size = int(size)
+        self.size = _positive("size", size)
+        if not boundless:
+            _check_fits(self.sources, self.size)
         self.bands = bands
         self.transform = transform
         self.boundless = boundless
@@ -96,8 +167,42 @@ class ChipDataset(Dataset[Sample]):
         if mask is not None and self.many:
             raise RumiSelectionError("mask= goes with a single cube (one grid)")
         self.mask = None if mask is None else chip_source(mask)
+        self.mask_band: str | int | None = None
+        if self.mask is not None:
+            self.mask_band = self._mask_band(self.mask, mask_band)
+        elif mask_band is not None:
+            error = RumiArgumentError("mask_band= goes with mask=")
+            error.keyword = "mask_band"
+            raise error
         for source in self.sources:
             source.band_positions(bands)  # a bad selection fails here, not in a worker
+
+    def _mask_band(self, mask: ChipSource, band: str | int | None) -> str | int | None:
+        """Check the mask lies on the image's grid and return its band selection to read."""
+        image = self.sources[0]
+        differences = _grid_differences(image, mask)
+        if differences:
+            error = RumiArgumentError(
+                f"mask {mask.cube.name} is not on the grid of the image {image.cube.name}: "
+                f"{'; '.join(differences)}; the mask must be a raster on the same grid "
+                f"(reproject it first, e.g. with rioxarray's reproject_match)")
+            error.keyword, error.source = "mask", mask.cube.name
+            raise error
+        if band is None:
+            if len(mask.bands) != 1:
+                error = RumiArgumentError(
+                    f"mask {mask.cube.name} has {len(mask.bands)} bands "
+                    f"{list(mask.band_names)}; select one with mask_band= (a name or "
+                    f"position)")
+                error.keyword, error.source = "mask_band", mask.cube.name
+                raise error
+            return None
+        if isinstance(band, bool) or not isinstance(band, (str, int, np.integer)):
+            error = RumiArgumentError(f"mask_band={band!r} must be one band name or position")
+            error.keyword = "mask_band"
+            raise error
+        mask.band_positions(band)  # an unknown band fails here
+        return band
 
     def __len__(self) -> int:
         """Return the number of chips a stride-``size`` grid sampler yields (for ``len``)."""
@@ -134,7 +239,7 @@ class ChipDataset(Dataset[Sample]):
             if self.mask is not None:
                 mask_starts = starts.copy()
                 mask_starts[:, 0] = 0
-                masks = self._read(self.mask, mask_starts, None, False)
+                masks = self._read(self.mask, mask_starts, self.mask_band, False)
             times = _nanoseconds(source.time_values[starts[:, 0]])
             boxes = bounds(source, starts, self.size)
             for k, pos in enumerate(positions):
@@ -186,7 +291,8 @@ class ChipDataset(Dataset[Sample]):
         if self.mask is not None:
             starts = np.asarray([k[-3:] for k in keys], dtype=np.int64)
             starts[:, 0] = 0
-            parts.append(explain_chips(self.mask, starts, self.size, boundless=self.boundless))
+            parts.append(explain_chips(self.mask, starts, self.size, bands=self.mask_band,
+                                       boundless=self.boundless))
         return Explanation(*(sum(getattr(p, f) for p in parts) for f in (
             "calls", "items", "frames", "compressed_bytes", "decoded_bytes", "ranges")))
 
@@ -282,7 +388,9 @@ class RandomChipSampler(Sampler[tuple[int, ...]]):
                  time: Sequence[int] | None = None,
                  weights: Sequence[float] | None = None) -> None:
         self.sources, self.many = _sources(cube)
-        self.size, self.length, self.seed = int(size), int(length), seed
+        self.size, self.seed = _positive("size", size), seed
+        self.length = _positive("sampler length", length)
+        _check_fits(self.sources, self.size)
         self.times = [np.asarray(time if time is not None else range(s.shape[0]),
                                  dtype=np.int64) for s in self.sources]
         self.weights = None if weights is None else np.asarray(weights, dtype=np.float64)
@@ -341,11 +449,13 @@ class GridChipSampler(Sampler[tuple[int, ...]]):
     def __init__(self, cube: Any, size: int, stride: int,
                  time: Sequence[int] | None = None) -> None:
         self.sources, self.many = _sources(cube)
+        size, stride = _positive("size", size), _positive("stride", stride)
+        _check_fits(self.sources, size)
         self.keys: list[tuple[int, ...]] = []
         for g, source in enumerate(self.sources):
             t, _, h, w = source.shape
             times = np.asarray(time if time is not None else range(t), dtype=np.int64)
-            for s in grid_starts(times, int(size), int(stride), h, w):
+            for s in grid_starts(times, size, stride, h, w):
                 self.keys.append((g, *map(int, s)) if self.many else tuple(map(int, s)))
 
     def __len__(self) -> int:

@@ -338,3 +338,22 @@ def test_globs_keep_files_with_pattern_characters_and_signed_urls_are_not_globs(
     # the sidecar is looked for beside the object, the query string kept at the end
     probes = {r.path for r in http_server.requests() if "aux.json" in r.path}
     assert probes == {"/signed.rumi.aux.json"}, probes
+
+
+def test_a_mixed_crs_table_names_integer_epsg_codes_and_open_catalog_grids(scenes, tmp_path):
+    _, paths, data = scenes
+    odd = tmp_path / "odd_zone.rumi"
+    write_array(odd, data[0:1], bands=BANDS, time=[dt.date(2030, 1, 1)], transform=TRANSFORM,
+                crs=32634, tile_size=64)
+    table = rx.catalog([*paths[:2], odd])
+    table["crs"] = table["crs"].astype("float64")  # as a column with nulls stores it
+    on_disk = tmp_path / "mixed.parquet"
+    table.to_parquet(on_disk)
+    for source in (table, str(on_disk)):
+        with pytest.raises(rx.RumiCatalogError) as info:
+            rx.open_catalog(source)
+        text = str(info.value)
+        assert "EPSG:32634" in text and "EPSG:32633" in text
+        assert not re.search(r"\d\.0\b", text)
+        assert "rx.open_catalog_grids" in text and "rx.open_stac" in text
+    assert len(rx.open_catalog_grids(table)) == 2

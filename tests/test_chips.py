@@ -347,3 +347,75 @@ def test_chips_from_stac_items_on_one_grid(demo: dict) -> None:
     assert rx.stats(reset=True)["calls"] == 1
     for i, (t, r, c) in enumerate(starts.tolist()):
         np.testing.assert_array_equal(got[i], truth(demo["scenes"][t], 0, [3, 2], r, c, CHIP))
+
+
+def _labels(demo: dict) -> xr.DataArray:
+    return xr.open_dataset(demo["land_cover"], engine="rumi",
+                           mask_and_scale=False).band_data.isel(time=0)
+
+
+@pytest.mark.parametrize("change", ["crs", "shift", "shape"])
+def test_a_mask_on_another_grid_is_refused_naming_both_and_the_difference(
+        demo: dict, tmp_path: Path, change: str) -> None:
+    import rioxarray  # noqa: F401  (the .rio accessor)
+
+    labels = _labels(demo)
+    if change == "crs":
+        labels = labels.rio.write_crs("EPSG:32634")
+    elif change == "shift":
+        labels = labels.assign_coords(x=labels.x + 5000.0)
+    else:
+        labels = labels.isel(y=slice(0, SIZE - 8))
+    path = str(tmp_path / f"lc_{change}.rumi")
+    rx.to_rumi(labels, path, time="2024-01-01", tile_size=TILE)
+    cube = rx.open_mfdataset(demo["scenes"])
+    with pytest.raises(rx.RumiArgumentError) as info:
+        ChipDataset(cube, CHIP, mask=xr.open_dataset(path, engine="rumi"))
+    text = str(info.value)
+    assert info.value.keyword == "mask" and "lc_" in text and "same grid" in text
+    assert {"crs": "EPSG:32634", "shift": "transform", "shape": "shape"}[change] in text
+
+
+def test_a_multi_band_mask_needs_mask_band(demo: dict, tmp_path: Path) -> None:
+    labels = _labels(demo)
+    two = xr.concat([labels, labels + 1], dim="band").assign_coords(band=["a", "b"])
+    path = str(tmp_path / "lc2.rumi")
+    rx.to_rumi(two.astype(labels.dtype), path, time="2024-01-01", tile_size=TILE)
+    cube = rx.open_mfdataset(demo["scenes"])
+    mask = xr.open_dataset(path, engine="rumi", mask_and_scale=False)
+    with pytest.raises(rx.RumiArgumentError, match="mask_band") as info:
+        ChipDataset(cube, CHIP, mask=mask)
+    assert info.value.keyword == "mask_band"
+    keys = [(0, 10, 20), (1, 0, 0)]
+    for band in ("b", 1):
+        samples = ChipDataset(cube, CHIP, mask=mask, mask_band=band).__getitems__(keys)
+        for (_, r, c), sample in zip(keys, samples, strict=True):
+            np.testing.assert_array_equal(sample["mask"].numpy(),
+                                          truth(path, 0, [1], r, c, CHIP)[0])
+    with pytest.raises(rx.RumiSelectionError):
+        ChipDataset(cube, CHIP, mask=mask, mask_band="c")
+    with pytest.raises(rx.RumiArgumentError):
+        ChipDataset(cube, CHIP, mask_band=0)
+
+
+@pytest.mark.parametrize("size", [0, -5, 1000, True, 2.5, "48", None])
+def test_a_bad_chip_size_is_refused_at_construction(demo: dict, size: object) -> None:
+    cube = rx.open_mfdataset(demo["scenes"])
+    with pytest.raises(rx.RumiSelectionError, match=r"size|fit"):
+        ChipDataset(cube, size)  # type: ignore[arg-type]
+    with pytest.raises(rx.RumiSelectionError, match=r"size|fit"):
+        RandomChipSampler(cube, size, 4, seed=0)  # type: ignore[arg-type]
+    with pytest.raises(rx.RumiSelectionError, match=r"size|fit"):
+        GridChipSampler(cube, size, 64)  # type: ignore[arg-type]
+
+
+def test_bad_strides_and_lengths_are_refused_and_boundless_may_exceed(demo: dict) -> None:
+    cube = rx.open_mfdataset(demo["scenes"])
+    for stride in (0, -1, False, 1.5):
+        with pytest.raises(rx.RumiSelectionError, match="stride"):
+            GridChipSampler(cube, CHIP, stride)  # type: ignore[arg-type]
+    for length in (0, -3, True, 2.0):
+        with pytest.raises(rx.RumiSelectionError, match="length"):
+            RandomChipSampler(cube, CHIP, length)  # type: ignore[arg-type]
+    assert len(ChipDataset(cube, np.int64(CHIP))) == DATES * 5 * 5
+    assert len(ChipDataset(cube, SIZE + 8, boundless=True)) == DATES

@@ -148,6 +148,9 @@ def scene(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ({"nodata": "abc"}, rx.RumiArgumentError, "nodata='abc' is not a number"),
     ({"nodata": True}, rx.RumiArgumentTypeError, "nodata=True must be a number"),
     ({"nodata": [1, 2]}, rx.RumiArgumentTypeError, "nodata=[1, 2] must be a number"),
+    ({"nodata": 70000}, rx.RumiArgumentError, "nodata=70000 cannot be used with this file's "
+     "uint16 samples"),
+    ({"nodata": 1.5}, rx.RumiArgumentError, "nodata=1.5 cannot be used with this file's uint16"),
     ({"scale_factor": "x"}, rx.RumiArgumentTypeError, "scale_factor='x' must be a number"),
     ({"scale_factor": 0}, rx.RumiArgumentError, "scale_factor=0 must be a finite number"),
     ({"add_offset": float("inf")}, rx.RumiArgumentError, "add_offset=inf must be finite"),

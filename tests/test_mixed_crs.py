@@ -144,3 +144,31 @@ def test_equivalent_crs_texts_are_one_crs():
 def test_dropping_spatial_ref_drops_the_guard(scenes):
     ds = xr.open_dataset(scenes["t1"], engine="rumi", drop_variables="spatial_ref")
     assert "spatial_ref" not in ds.xindexes and "spatial_ref" not in ds.coords
+
+
+def test_a_crs_without_code_suggests_a_crs_pyproj_accepts(tmp_path):
+    from pyproj import CRS
+
+    custom = CRS.from_proj4("+proj=tmerc +lat_0=0 +lon_0=15.5 +k=0.9996 +x_0=500000 "
+                            "+y_0=0 +ellps=WGS84 +units=m +no_defs")
+    assert custom.to_authority() is None
+    import rioxarray  # noqa: F401  (the .rio accessor)
+
+    files = []
+    for name, crs, date in (("custom", custom, "2024-01-01"),
+                            ("utm", CRS.from_epsg(32633), "2024-01-02")):
+        path = tmp_path / f"{name}.rumi"
+        data = xr.DataArray(np.ones((1, 32, 32), np.uint16), dims=("band", "y", "x"),
+                            coords={"band": ["B04"], "y": 4_000_000 - 5 - 10 * np.arange(32),
+                                    "x": 500_005 + 10 * np.arange(32)})
+        rx.to_rumi(data.rio.write_crs(crs), path, time=date, tile_size=32)
+        files.append(path)
+    opened = [xr.open_dataset(f, engine="rumi") for f in files]
+    for first, second, expected in ((0, 1, "crs=<target CRS>"), (1, 0, "crs='EPSG:32633'")):
+        with pytest.raises(rx.RumiCRSMismatchError) as info:
+            xr.concat([opened[first], opened[second]], "time")
+        text = str(info.value)
+        suggested = text.split("rx.open_stac(rx.to_stac(files), ")[1].split(", resolution")[0]
+        assert suggested == expected and "'unknown'" not in text
+    with pytest.raises(rx.RumiCRSMismatchError, match="crs=<target CRS>"):
+        xr.open_mfdataset(files, engine="rumi")

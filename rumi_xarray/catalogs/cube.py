@@ -23,6 +23,7 @@ from rumi_xarray.backend import (
     accessor,  # noqa: F401  (registers the .rumi accessor)
     dataset,
 )
+from rumi_xarray.catalogs.index import GRIDS_HINT, epsg_label
 from rumi_xarray.catalogs.table import COLUMNS, catalog
 from rumi_xarray.conventions import cf, georef
 from rumi_xarray.errors import (
@@ -103,7 +104,8 @@ def _check(rows: pd.DataFrame, grids: list[Grid]) -> None:
         if _as_list(row.get("transform")) != _as_list(ref.get("transform")):
             problems.append("transform differs")
         if _nullable(row.get("crs")) != _nullable(ref.get("crs")):
-            problems.append(f"CRS EPSG:{row.get('crs')} != EPSG:{ref.get('crs')}")
+            problems.append(f"CRS {epsg_label(row.get('crs'))} != "
+                            f"{epsg_label(ref.get('crs'))}")
         for key in cf.FACTS:
             a, b = _fact(row, key), _fact(ref, key)
             if a != b and not (isinstance(a, float) and isinstance(b, float)
@@ -113,7 +115,7 @@ def _check(rows: pd.DataFrame, grids: list[Grid]) -> None:
             raise RumiCatalogError(
                 f"catalog row {int(row['_row'])} ({source_name(row['path'])}) cannot be "
                 f"stacked with row {ref_row} ({source_name(ref['path'])}): "
-                + "; ".join(problems))
+                + "; ".join(problems) + f". {GRIDS_HINT}")
 
 
 def _fact(row: pd.Series, key: str) -> Any:

@@ -316,10 +316,36 @@ def _uniform_check(stats: dict[str, tuple[Any, Any]], ref: dict[str, Any], where
         if isinstance(lo, bytes):
             lo, hi = lo.decode(), hi.decode()
         if lo != want or hi != want:
+            show = epsg_label if key == "crs" else _plain_number
             raise RumiCatalogError(
-                f"{where}: rows have {key} from {lo!r} to {hi!r}, the reference row "
-                f"{want!r}: every scene of a cube shares one grid (select one grid's "
-                f"rows, or open several grids with rx.open_stac)")
+                f"{where}: rows have {key} from {show(lo)} to {show(hi)}, the reference row "
+                f"{show(want)}: every scene of a cube shares one grid (select one grid's "
+                f"rows). {GRIDS_HINT}")
+
+
+def _plain_number(value: Any) -> str:
+    """Return a value for messages, an integral float (a column with nulls) as an int."""
+    if isinstance(value, (float, np.floating)) and np.isfinite(value) and value == int(value):
+        return str(int(value))
+    return repr(value)
+
+
+#: What to do with a table of several grids (CRS, size, transform), for messages.
+GRIDS_HINT = ("rx.open_catalog_grids(table) opens one cube per grid; "
+              "rx.open_stac(rx.to_stac(table), crs=..., resolution=...) reprojects every "
+              "scene onto one grid")
+
+
+def epsg_label(value: Any) -> str:
+    """Return ``EPSG:<code>`` of a catalog ``crs`` value (an integer, maybe stored as float)."""
+    if value is None or value is pd.NA or (isinstance(value, (float, np.floating))
+                                           and not np.isfinite(value)):
+        return "no CRS"
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    return f"EPSG:{int(number)}" if number == int(number) else str(value)
 
 
 def _list_values(column: Any) -> tuple[np.ndarray, np.ndarray]:

@@ -39,7 +39,7 @@ import numpy as np
 import xarray as xr
 
 from rumi_xarray import options
-from rumi_xarray.errors import RumiFormatError, user_stacklevel
+from rumi_xarray.errors import RumiArgumentError, RumiFormatError, user_stacklevel
 from rumi_xarray.sources.redact import redact, redact_text
 from rumi_xarray.sources.transport import FsspecSource
 
@@ -378,7 +378,25 @@ def gather(source: Any, *, sidecar: bool | str | os.PathLike[str] | None = None,
     given = {"nodata": nodata, "scale_factor": scale_factor, "add_offset": add_offset,
              "units": units}
     facts.update({k: v for k, v in given.items() if v is not None})
+    if nodata is not None:
+        _check_nodata_keyword(nodata, dtype, where)
     return cf_attributes(facts, dtype, where)
+
+
+def _check_nodata_keyword(value: Any, dtype: np.dtype | None, where: str) -> None:
+    """Raise ``RumiArgumentError`` (``keyword="nodata"``) when ``nodata=`` cannot be a sample.
+
+    The same value from a sidecar is the file's fault (``RumiFormatError``);
+    typed as a keyword, it is the caller's.
+    """
+    try:
+        _fill_value(value, dtype, where)
+    except RumiFormatError as exc:
+        reason = str(exc).removeprefix(f"{where}: ")
+        error = RumiArgumentError(f"{where}: nodata={value!r} cannot be used with this "
+                                  f"file's {np.dtype(dtype)} samples ({reason})")
+        error.keyword, error.source = "nodata", where
+        raise error from None
 
 
 def cf_attributes(facts: Mapping[str, Any], dtype: np.dtype | None, where: str = ""

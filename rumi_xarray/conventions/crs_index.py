@@ -142,6 +142,25 @@ class RumiCRSIndex(Index):
         return f"{type(self).__name__}({self.label})"
 
 
+def _crs_argument(index: RumiCRSIndex) -> str:
+    """Return a ``crs=`` argument pyproj accepts for the CRS: its authority code when it has one.
+
+    A CRS with no code (a custom WKT, named e.g. ``unknown``) cannot be passed by
+    name, so the argument is left for the user: ``crs=<target CRS>``.
+    """
+    if index.label.startswith("EPSG:"):
+        return f"crs={index.label!r}"
+    from pyproj import CRS
+
+    try:
+        authority = CRS.from_wkt(index.wkt).to_authority()
+    except Exception:  # unparsable WKT: no code to suggest
+        authority = None
+    if authority:
+        return f"crs={':'.join(authority)!r}"
+    return "crs=<target CRS>"
+
+
 def mismatch(a: RumiCRSIndex, b: Any) -> RumiCRSMismatchError:
     """Return the error for aligning or combining data in two CRSs.
 
@@ -162,7 +181,7 @@ def mismatch(a: RumiCRSIndex, b: Any) -> RumiCRSMismatchError:
         f"cannot align or combine data in different CRSs: {named(a)} and {named(b)}; xarray "
         f"would join their x/y coordinates as if they were one grid and label the result "
         f"with one CRS. Reproject them onto one grid instead, e.g. "
-        f"rx.open_stac(rx.to_stac(files), crs={a.label!r}, resolution=...) (or "
+        f"rx.open_stac(rx.to_stac(files), {_crs_argument(a)}, resolution=...) (or "
         f".odc.reproject/.rio.reproject each one before combining)")
     err.source = a.source
     return err

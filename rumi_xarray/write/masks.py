@@ -127,8 +127,11 @@ def _mask(da: xr.DataArray, source: str, masked: list[int]) -> xr.DataArray:
 
 
 def _mask_token(source: str, chunks: dict[Any, Any]) -> str:
-    """Return a dask token for the mask of ``source`` in ``chunks``: distinct from
-    rioxarray's own for the same file, and changing when the file does."""
+    """Return a dask token for the mask of ``source`` in ``chunks``.
+
+    Distinct from rioxarray's own for the same file, and changing when the
+    file does (its modification time is part of it).
+    """
     import hashlib
     import os
 

@@ -107,6 +107,24 @@ def test_to_rumi_of_a_dask_array_compresses_on_the_workers(client, corpus, tmp_p
     np.testing.assert_array_equal(rumi.read(str(out), header, pattern="t b y x"), data)
 
 
+def _as_float32(block):
+    return block.astype("f4")
+
+
+def test_a_block_contradicting_its_dtype_is_refused_from_the_workers(client, tmp_path):
+    # The check runs in the block's task on a worker; its error crosses back pickled.
+    import dask.array as da
+
+    lying = da.zeros((1, 1, 64, 64), chunks=(1, 1, 32, 32), dtype="u1").map_blocks(
+        _as_float32, dtype="u1")
+    data = xr.DataArray(lying, dims=("time", "band", "y", "x"),
+                        coords={"time": [np.datetime64("2024-01-01", "ns")]})
+    out = tmp_path / "l.rumi"
+    with pytest.raises(rx.RumiWriteValueError, match="computed dtype float32, declared uint8"):
+        rx.to_rumi(data, out, tile_size=32, progress=False)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_worker_killed_mid_compute_still_gives_right_answer(client, corpus):
     import os
     import signal

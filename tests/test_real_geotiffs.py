@@ -225,6 +225,72 @@ def test_mask_as_a_band_and_refusal(files: dict[str, Sample], tmp_path: Path) ->
     assert not (tmp_path / "refused.rumi").exists()
 
 
+def _write_chunked(sample: Sample, out: Path, how: str, masks: str) -> None:
+    """Write with frames and dask chunks smaller than the raster (tile and chunks 128)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if how == "convert":
+            code = main(["convert", str(sample.path), str(out), "--time", "2024-05-01",
+                         "--tile-size", "128", "--masks", masks, "--no-progress"])
+            assert code == 0
+            return
+        # A str path, as the source's encoding has it (the old collision needed equal tokens).
+        source = rioxarray.open_rasterio(str(sample.path),
+                                         chunks={"band": 1, "y": 128, "x": 128})
+        assert source.chunks is not None and len(source.chunks[1]) > 1
+        rx.to_rumi(source.assign_coords(time=WHEN), out, tile_size=128, masks=masks)
+
+
+@pytest.mark.parametrize("name", MASKED)
+@pytest.mark.parametrize("how", ["convert", "to_rumi"])
+def test_mask_kept_when_raster_is_larger_than_tiles_and_chunks(
+        files: dict[str, Sample], tmp_path: Path, name: str, how: str) -> None:
+    # rioxarray names its dask arrays from file, mtime and chunks, not masked=: the
+    # masked reopen used to share the source's dask keys and the mask was lost.
+    sample = files[name]
+    out = tmp_path / "nodata.rumi"
+    _write_chunked(sample, out, how, "nodata")
+    theirs = rioxarray.open_rasterio(sample.path, masked=True)
+    ours = xr.open_dataset(out, engine="rumi", mask_and_scale=True).band_data.isel(time=0)
+    assert int(theirs.isnull().sum()) > 0
+    np.testing.assert_array_equal(ours.isnull().values, theirs.isnull().values)
+    np.testing.assert_array_equal(ours.values, theirs.values.astype(ours.dtype))
+
+
+@pytest.mark.parametrize("name", MASKED)
+@pytest.mark.parametrize("how", ["convert", "to_rumi"])
+def test_mask_band_when_raster_is_larger_than_tiles_and_chunks(
+        files: dict[str, Sample], tmp_path: Path, name: str, how: str) -> None:
+    sample = files[name]
+    out = tmp_path / "band.rumi"
+    _write_chunked(sample, out, how, "band")
+    raw = rioxarray.open_rasterio(sample.path)
+    gdal_mask = rioxarray.open_rasterio(sample.path, masked=True).isnull().any("band")
+    ds = xr.open_dataset(out, engine="rumi", mask_and_scale=False)
+    assert ds.band.values.tolist()[-1] == "mask" and ds.sizes["band"] == raw.sizes["band"] + 1
+    values = ds.band_data.isel(time=0).values
+    np.testing.assert_array_equal(values[:-1], raw.values)
+    np.testing.assert_array_equal(values[-1] == 0, gdal_mask.values)
+    assert set(np.unique(values[-1]).tolist()) == {0, 255}
+    # The file itself decodes, and as xarray reads it.
+    import rumi
+
+    header = rumi.info(source=str(out)).header
+    np.testing.assert_array_equal(rumi.read(str(out), header, pattern="t b y x")[0], values)
+
+
+def test_mask_is_read_lazily_under_dask_keys_of_its_own(files: dict[str, Sample]) -> None:
+    from rumi_xarray.write.masks import apply_masks
+
+    path = str(files["internal_mask_byte"].path)
+    source = rioxarray.open_rasterio(path, chunks={"band": 1, "y": 128, "x": 128})
+    out = apply_masks(source, "x.rumi", "band")
+    assert out.chunks is not None  # never the whole raster in memory
+    names = {k[0] if isinstance(k, tuple) else k for k in dict(out.data.__dask_graph__())}
+    assert source.data.name in names
+    assert any(str(n).startswith("rumi-mask-") for n in names)
+
+
 @pytest.mark.parametrize("name", ["goes16_geos_float32", "esri_102039_uint16", "ignf_laea_byte"])
 def test_stac_items_carry_the_full_crs(files: dict[str, Sample], tmp_path: Path,
                                        name: str) -> None:

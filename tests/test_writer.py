@@ -626,3 +626,48 @@ def test_write_array_numpy_path_is_atomic_too(tmp_path: Path) -> None:
     header = write_array(tmp_path / "x.rumi", data, bands=["a"],
                          time=["2024-01-01", "2024-01-02"], tile_size=4)
     assert same_bits(read(tmp_path / "x.rumi", header), data)
+
+
+def _lying(kind: str) -> da.Array:
+    """A dask array whose computed blocks contradict what it declares."""
+    zeros = da.zeros((1, 1, 256, 256), chunks=(1, 1, 128, 128), dtype="u1")
+    if kind == "dtype":  # declared uint8, computes float32
+        return zeros.map_blocks(lambda b: b.astype("f4"), dtype="u1")
+    # declared 128 x 128 blocks, the last one computes 128 x 64
+    return zeros.map_blocks(lambda b, block_info=None: b[..., :64]
+                            if block_info[0]["chunk-location"] == (0, 0, 1, 1) else b,
+                            dtype="u1")
+
+
+@pytest.mark.parametrize(("kind", "said"), [
+    ("dtype", r"computed dtype float32, declared uint8"),
+    ("shape", r"block \(0, 0, 1, 1\) at \(time, band, y, x\) 0:1, 0:1, 128:256, 128:256: "
+              r"computed shape \(1, 1, 128, 64\), declared \(1, 1, 128, 128\)")])
+@pytest.mark.parametrize("tile", [128, 64])
+def test_computed_block_must_match_declared_dtype_and_shape(tmp_path: Path, kind: str,
+                                                            said: str, tile: int) -> None:
+    # Such blocks used to be compressed and written "successfully", then failed on read.
+    path = tmp_path / "l.rumi"
+    data = cube(_lying(kind), bands=["a"])
+    with pytest.raises(rx.RumiWriteValueError, match=said) as caught:
+        to_rumi(data, path, tile_size=tile)
+    assert str(caught.value).startswith(f"{path}: dask block")
+    assert caught.value.filename == str(path)
+    assert os.listdir(tmp_path) == []  # no file, no temporary, no sidecar
+    # An existing file at the destination is left as it was.
+    good = cube(da.ones((1, 1, 256, 256), chunks=(1, 1, 128, 128), dtype="u1"), bands=["a"])
+    to_rumi(good, path, tile_size=tile)
+    before = path.read_bytes()
+    with pytest.raises(rx.RumiWriteValueError, match=said):
+        to_rumi(data, path, tile_size=tile)
+    assert path.read_bytes() == before
+    assert sorted(os.listdir(tmp_path)) == ["l.rumi"]
+
+
+def test_big_endian_blocks_of_a_native_declared_array_are_accepted(tmp_path: Path) -> None:
+    # Byte order aside: frames are stored native, so only the kind and width must match.
+    values = sample("uint16", (1, 1, 32, 32))
+    data = da.from_array(values, chunks=(1, 1, 16, 16)).map_blocks(
+        lambda b: b.astype(">u2"), dtype="<u2")
+    to_rumi(cube(data, bands=["a"]), tmp_path / "x.rumi", tile_size=16)
+    assert same_bits(read(tmp_path / "x.rumi"), values)

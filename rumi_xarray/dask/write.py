@@ -40,7 +40,7 @@ BATCH_BYTES = 64 * 2**20
 def compress_frames(data: Any, starts: Sequence[tuple[int, int, int, int]],
                     frame_shape: tuple[int, int, int, int],
                     compress: Callable[[np.ndarray], bytes],
-                    advance: Callable[[int], None]) -> list[bytes]:
+                    advance: Callable[[int], None], target: str = "") -> list[bytes]:
     """Return the compressed payload of every frame of a ``(t, b, y, x)`` dask array.
 
     Parameters
@@ -57,17 +57,28 @@ def compress_frames(data: Any, starts: Sequence[tuple[int, int, int, int]],
         Called with the number of frames finished: as each frame is compressed
         under dask's local schedulers, after each batch otherwise (a
         ``distributed`` client reports progress on its dashboard).
+    target : str
+        The destination, named in errors.
 
     Returns
     -------
     list of bytes
         Payloads in the order of ``starts``.
+
+    Raises
+    ------
+    RumiWriteValueError
+        A computed block whose dtype or shape is not the one ``data``
+        declares (a ``map_blocks`` given the wrong ``dtype=``...): it would
+        be stored as frames the file's header cannot decode. Nothing is
+        compressed from it.
     """
     blocks = frame_aligned(data, frame_shape)
     counted = _Counted(compress, advance)
     grid = tuple(tuple(-(-int(c) // n) for c in chunks)
                  for chunks, n in zip(blocks.chunks, frame_shape, strict=True))
-    payloads = da.map_blocks(_compress_block, blocks, counted, frame_shape, dtype=object,
+    payloads = da.map_blocks(_compress_block, blocks, counted, frame_shape,
+                             np.dtype(blocks.dtype).str, dtype=object,
                              chunks=grid, meta=np.empty((0,) * 4, dtype=object))
     delayed = _block_tasks(payloads)
     # Which block holds each frame, and where inside the block's payloads.
@@ -84,7 +95,13 @@ def compress_frames(data: Any, starts: Sequence[tuple[int, int, int, int]],
     out: list[bytes] = [b""] * len(starts)
     for batch in _batches(blocks, sorted(where)):
         before = counted.done
-        values = dask.compute(*[delayed[block] for block in batch])
+        try:
+            values = dask.compute(*[delayed[block] for block in batch])
+        except BlockMismatchError as exc:
+            from rumi_xarray.errors import RumiWriteValueError, input_error
+
+            text = f"{target}: {exc}" if target else str(exc)
+            raise input_error(RumiWriteValueError, text, target) from exc
         frames = 0
         for block, value in zip(batch, values, strict=True):
             for i, inner in where[block]:
@@ -171,16 +188,56 @@ class _Counted:
         return payload
 
 
+class BlockMismatchError(ValueError):
+    """A computed block is not of the dtype or shape its dask array declares.
+
+    Raised in the block's task (a plain, picklable ``ValueError`` subclass, so
+    it crosses ``distributed`` workers); :func:`compress_frames` raises it as
+    a :class:`~rumi_xarray.errors.RumiWriteValueError` naming the destination.
+    """
+
+
 def _compress_block(block: np.ndarray, compress: Callable[[np.ndarray], bytes],
-                    frame_shape: tuple[int, int, int, int]) -> np.ndarray:
-    """Return the payloads of every frame of a frame-aligned block, on the frame grid."""
+                    frame_shape: tuple[int, int, int, int], declared: str,
+                    block_info: dict[Any, Any] | None = None) -> np.ndarray:
+    """Return the payloads of every frame of a frame-aligned block, on the frame grid.
+
+    The block is first checked against the dtype (``declared``, byte order
+    aside: frames are stored native) and the extent its array declares
+    (``block_info``, which dask passes).
+    """
     block = np.asarray(block)
+    _check_block(block, np.dtype(declared), block_info)
     steps = [range(0, int(size), n) for size, n in zip(block.shape, frame_shape, strict=True)]
     result = np.empty(tuple(len(s) for s in steps), dtype=object)
     for corner in itertools.product(*steps):
         frame = block[tuple(slice(c, c + n) for c, n in zip(corner, frame_shape, strict=True))]
         result[tuple(c // n for c, n in zip(corner, frame_shape, strict=True))] = compress(frame)
     return result
+
+
+def _check_block(block: np.ndarray, declared: np.dtype,
+                 block_info: dict[Any, Any] | None) -> None:
+    """Raise :class:`BlockMismatchError` unless ``block`` is what its array declares."""
+    info = (block_info or {}).get(0) or {}
+    location = info.get("array-location")
+    index = info.get("chunk-location")
+    expected = None if location is None else tuple(int(b) - int(a) for a, b in location)
+    dtype_ok = block.dtype.newbyteorder("=") == declared.newbyteorder("=")
+    shape_ok = expected is None or tuple(block.shape) == expected
+    if dtype_ok and shape_ok:
+        return
+    where = "" if location is None else " at (time, band, y, x) " + ", ".join(
+        f"{int(a)}:{int(b)}" for a, b in location)
+    name = f"block {tuple(index)}" if index is not None else "a block"
+    problems = []
+    if not dtype_ok:
+        problems.append(f"computed dtype {block.dtype}, declared {declared}")
+    if not shape_ok:
+        problems.append(f"computed shape {tuple(block.shape)}, declared {expected}")
+    raise BlockMismatchError(
+        f"dask {name}{where}: {' and '.join(problems)} (a map_blocks or "
+        f"from_delayed given the wrong dtype=/chunks=?); nothing was written")
 
 
 def _batches(blocks: Any, indices: Sequence[tuple[int, ...]]) -> Iterator[list[tuple[int, ...]]]:

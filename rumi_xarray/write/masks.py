@@ -99,9 +99,18 @@ def _mask(da: xr.DataArray, source: str, masked: list[int]) -> xr.DataArray:
     import rioxarray
 
     chunks = {d: c[0] for d, c in zip(da.dims, da.chunks or (), strict=False)} or None
-    opened = rioxarray.open_rasterio(source, masked=True, chunks=chunks)
+    # Opened lazily (no ``chunks=``) and chunked here under dask keys of our own:
+    # rioxarray names its dask arrays from the file name, mtime and chunks only,
+    # not ``masked=``, so ``open_rasterio(source, masked=True, chunks=chunks)``
+    # would share every key with ``da`` itself and one would silently replace
+    # the other in the combined graph (the mask lost, or a mask band holding
+    # the data). Each block still reads only its own window.
+    opened = rioxarray.open_rasterio(source, masked=True)
     if not isinstance(opened, xr.DataArray):  # subdatasets have no one mask
         return xr.zeros_like(da, dtype=bool)
+    if chunks is not None:
+        opened = opened.chunk({d: c for d, c in chunks.items() if d in opened.dims},
+                              name_prefix="rumi-mask-", token=_mask_token(source, chunks))
     mask = opened.isnull()
     # The alpha band itself is never masked by GDAL (nor anything rioxarray reads
     # without a per-dataset mask).
@@ -115,6 +124,24 @@ def _mask(da: xr.DataArray, source: str, masked: list[int]) -> xr.DataArray:
     mask = mask.sel(spatial)  # the same file gives the same coordinate bits
     return mask.drop_vars([c for c in mask.coords if c not in mask.dims]).transpose(
         *[d for d in da.dims if d in mask.dims])
+
+
+def _mask_token(source: str, chunks: dict[Any, Any]) -> str:
+    """Return a dask token for the mask of ``source`` in ``chunks``.
+
+    Distinct from rioxarray's own for the same file, and changing when the
+    file does (its modification time is part of it).
+    """
+    import hashlib
+    import os
+
+    try:
+        mtime: float | None = os.path.getmtime(source)
+    except OSError:
+        mtime = None
+    key = repr((os.path.abspath(source), mtime, sorted((str(d), c) for d, c in chunks.items()),
+                "gdal-mask"))
+    return hashlib.sha256(key.encode()).hexdigest()[:32]
 
 
 def _candidates(da: xr.DataArray) -> list[Any]:

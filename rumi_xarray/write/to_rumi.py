@@ -156,7 +156,7 @@ def write_array(path: str | os.PathLike[str], data: Any, *, bands: Sequence[str]
         try:
             t, b, h, w = (int(n) for n in data.shape)
             table, specs = frame_specs((t, b, h, w), dtype, pattern, tile_size)
-            payloads = _compress_all(data, specs, compress, progress)
+            payloads = _compress_all(data, specs, compress, progress, target)
             header = write_file(temporary, table, payloads, bands=bands, time=time,
                                 transform=transform, crs=crs, pixel_is_point=pixel_is_point)
             sidecar.stage()
@@ -234,7 +234,7 @@ def _check_tile_size(target: str, tile_size: int) -> None:
 
 
 def _compress_all(data: Any, specs: list[FrameSpec], compress: Compressor,
-                  show: bool | None) -> list[bytes]:
+                  show: bool | None, target: str = "") -> list[bytes]:
     with progress_bars.bar(len(specs), "compressing", unit="frame", show=show) as advance:
         if isinstance(data, np.ndarray):
             out = []
@@ -249,7 +249,7 @@ def _compress_all(data: Any, specs: list[FrameSpec], compress: Compressor,
                        first.rows.stop - first.rows.start, first.cols.stop - first.cols.start)
         starts = [(s.time.start, s.band.start, s.rows.start, s.cols.start) for s in specs]
         return compress_frames(data, starts, frame_shape, _FrameCompressor(compress, specs),
-                               advance)
+                               advance, target)
 
 
 class _FrameCompressor:

@@ -193,6 +193,32 @@ class RumiWriteTypeError(RumiError, TypeError):
     filename: str | None = None
 
 
+def argument_error(text: str, keyword: str, source: str | None = None, *,
+                   cls: type[RumiArgumentError] = RumiArgumentError) -> RumiArgumentError:
+    """Return an argument error naming the keyword (``keyword``) and the source it was for.
+
+    Parameters
+    ----------
+    text : str
+        The whole message.
+    keyword : str
+        The keyword (or argument) whose value cannot be used.
+    source : str, optional
+        The file or cube it was given for (``source``).
+    cls : type, optional
+        :class:`RumiArgumentError` or :class:`RumiArgumentTypeError`.
+
+    Returns
+    -------
+    RumiArgumentError
+    """
+    err = cls(text)
+    err.keyword = keyword
+    if source is not None:
+        err.source = source
+    return err
+
+
 def input_error(cls: type[RumiWriteValueError] | type[RumiWriteTypeError], text: str,
                 filename: str) -> RumiError:
     """Return a write-input error naming its destination (``filename``, ``source``).

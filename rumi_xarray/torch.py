@@ -28,7 +28,7 @@ import torch
 from torch.utils.data import Dataset, Sampler
 
 from rumi_xarray.backend.chips import ChipSource, bounds, chip_source, explain_chips, read_chips
-from rumi_xarray.errors import RumiArgumentError, RumiSelectionError
+from rumi_xarray.errors import RumiSelectionError, argument_error
 from rumi_xarray.model.chips import grid_starts, random_starts
 from rumi_xarray.model.costs import Explanation
 
@@ -171,9 +171,7 @@ class ChipDataset(Dataset[Sample]):
         if self.mask is not None:
             self.mask_band = self._mask_band(self.mask, mask_band)
         elif mask_band is not None:
-            error = RumiArgumentError("mask_band= goes with mask=")
-            error.keyword = "mask_band"
-            raise error
+            raise argument_error("mask_band= goes with mask=", "mask_band")
         for source in self.sources:
             source.band_positions(bands)  # a bad selection fails here, not in a worker
 
@@ -182,25 +180,21 @@ class ChipDataset(Dataset[Sample]):
         image = self.sources[0]
         differences = _grid_differences(image, mask)
         if differences:
-            error = RumiArgumentError(
+            raise argument_error(
                 f"mask {mask.cube.name} is not on the grid of the image {image.cube.name}: "
                 f"{'; '.join(differences)}; the mask must be a raster on the same grid "
-                f"(reproject it first, e.g. with rioxarray's reproject_match)")
-            error.keyword, error.source = "mask", mask.cube.name
-            raise error
+                f"(reproject it first, e.g. with rioxarray's reproject_match)",
+                "mask", mask.cube.name)
         if band is None:
             if len(mask.bands) != 1:
-                error = RumiArgumentError(
+                raise argument_error(
                     f"mask {mask.cube.name} has {len(mask.bands)} bands "
                     f"{list(mask.band_names)}; select one with mask_band= (a name or "
-                    f"position)")
-                error.keyword, error.source = "mask_band", mask.cube.name
-                raise error
+                    f"position)", "mask_band", mask.cube.name)
             return None
         if isinstance(band, bool) or not isinstance(band, (str, int, np.integer)):
-            error = RumiArgumentError(f"mask_band={band!r} must be one band name or position")
-            error.keyword = "mask_band"
-            raise error
+            raise argument_error(f"mask_band={band!r} must be one band name or position",
+                                 "mask_band")
         mask.band_positions(band)  # an unknown band fails here
         return band
 

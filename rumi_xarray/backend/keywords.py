@@ -26,6 +26,7 @@ from rumi_xarray.errors import (
     RumiArgumentError,
     RumiArgumentTypeError,
     RumiFileNotFoundError,
+    argument_error,
     os_error,
 )
 from rumi_xarray.model.cube import source_name
@@ -54,10 +55,7 @@ def where(filename_or_obj: Any) -> str:
 
 def _error(cls: type[RumiArgumentError], name: str, keyword: str, value: Any,
            problem: str) -> RumiArgumentError:
-    err = cls(f"{name}: {keyword}={value!r} {problem}")
-    err.keyword = keyword
-    err.source = name
-    return err
+    return argument_error(f"{name}: {keyword}={value!r} {problem}", keyword, name, cls=cls)
 
 
 def _flag(name: str, keyword: str, value: Any) -> None:

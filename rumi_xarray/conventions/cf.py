@@ -39,7 +39,7 @@ import numpy as np
 import xarray as xr
 
 from rumi_xarray import options
-from rumi_xarray.errors import RumiArgumentError, RumiFormatError, user_stacklevel
+from rumi_xarray.errors import RumiFormatError, argument_error, user_stacklevel
 from rumi_xarray.sources.redact import redact, redact_text
 from rumi_xarray.sources.transport import FsspecSource
 
@@ -393,10 +393,8 @@ def _check_nodata_keyword(value: Any, dtype: np.dtype | None, where: str) -> Non
         _fill_value(value, dtype, where)
     except RumiFormatError as exc:
         reason = str(exc).removeprefix(f"{where}: ")
-        error = RumiArgumentError(f"{where}: nodata={value!r} cannot be used with this "
-                                  f"file's {np.dtype(dtype)} samples ({reason})")
-        error.keyword, error.source = "nodata", where
-        raise error from None
+        raise argument_error(f"{where}: nodata={value!r} cannot be used with this file's "
+                             f"{np.dtype(dtype)} samples ({reason})", "nodata", where) from None
 
 
 def cf_attributes(facts: Mapping[str, Any], dtype: np.dtype | None, where: str = ""

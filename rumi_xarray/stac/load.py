@@ -14,7 +14,7 @@ Two paths, chosen from the Items alone (no request to the data files):
   source windows covering its chunk (one native call per source group),
   reprojects them with odc-geo and mosaics them (first valid pixel, nodata
   respected). See :mod:`rumi_xarray.stac.plan` and
-  :mod:`rumi_xarray.dask.stac`.
+  :mod:`rumi_xarray.stac.graph`.
 
 Either way the Dataset follows odc-stac's conventions, so code written for
 ``odc.stac.load`` runs unchanged: dimensions ``time, y, x`` (``latitude,
@@ -234,8 +234,8 @@ def _open_archive(items: Any, bands: str | Sequence[str] | None, *, crs: Any, re
                   query: Mapping[str, Any] | None) -> xr.Dataset:
     """Open a load whose output chunks look their Items up in the table when they run."""
     from rumi_xarray.backend.dataset import group_bytes
-    from rumi_xarray.dask.stac import load_array
     from rumi_xarray.stac import archive
+    from rumi_xarray.stac.graph import load_array
 
     if not isinstance(items, (str, os.PathLike)):
         raise RumiCatalogError("lookup='task' reads a stac-geoparquet file or folder: pass "
@@ -375,8 +375,8 @@ def _open_warped(sources: Sequence[StacSource], groups: Sequence[Sequence[planni
                  ) -> xr.Dataset:
     """Build the reprojecting load: one dask task per output chunk."""
     from rumi_xarray.backend.dataset import group_bytes
-    from rumi_xarray.dask.stac import load_array
     from rumi_xarray.sources import resolve
+    from rumi_xarray.stac.graph import load_array
 
     fill = _fill(dtype, nodata)
     shape = (len(groups), len(names), *gbox.shape.yx)

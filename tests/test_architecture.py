@@ -402,21 +402,23 @@ def forbidden_imports(imports: list[Import] | None = None) -> list[str]:
     return found
 
 
-def test_owner_checker_allows_only_named_modules_to_import_dask() -> None:
-    def imp(module: str, target: str, type_checking: bool = False) -> Import:
-        path = PACKAGE.joinpath(*module.split(".")[1:]).with_suffix(".py")
-        return Import(module, target, path, 7, type_checking)
+def _imports(*edges: tuple[str, str] | tuple[str, str, bool], line: int = 7) -> list[Import]:
+    """Return synthetic imports ``(module, target[, type_checking])``, all at ``line``."""
+    return [Import(module, target, PACKAGE.joinpath(*module.split(".")[1:]).with_suffix(".py"),
+                   line, bool(rest and rest[0])) for module, target, *rest in edges]
 
-    found = forbidden_imports([
-        imp("rumi_xarray.stac.graph", "dask.array"),        # named: allowed
-        imp("rumi_xarray.write.batches", "dask"),           # named: allowed
-        imp("rumi_xarray.stac.load", "dask.array"),         # beside a named one: refused
-        imp("rumi_xarray.dask.newcomer", "distributed"),    # in dask/ but unnamed: refused
-        imp("rumi_xarray.backend.array", "dask", True),     # TYPE_CHECKING: still refused
-        imp("rumi_xarray.native.reads", "rumi"),            # owner folder: allowed
-        imp("rumi_xarray.backend.open", "geozl"),           # outside native/: refused
-        imp("rumi_xarray.backend.open", "numpy"),           # nobody's: allowed
-    ])
+
+def test_owner_checker_allows_only_named_modules_to_import_dask() -> None:
+    found = forbidden_imports(_imports(
+        ("rumi_xarray.stac.graph", "dask.array"),        # named: allowed
+        ("rumi_xarray.write.batches", "dask"),           # named: allowed
+        ("rumi_xarray.stac.load", "dask.array"),         # beside a named one: refused
+        ("rumi_xarray.dask.newcomer", "distributed"),    # in dask/ but unnamed: refused
+        ("rumi_xarray.backend.array", "dask", True),     # TYPE_CHECKING: still refused
+        ("rumi_xarray.native.reads", "rumi"),            # owner folder: allowed
+        ("rumi_xarray.backend.open", "geozl"),           # outside native/: refused
+        ("rumi_xarray.backend.open", "numpy"),           # nobody's: allowed
+    ))
     assert [f.partition(": ")[0] for f in found] == [
         "rumi_xarray/stac/load.py:7", "rumi_xarray/dask/newcomer.py:7",
         "rumi_xarray/backend/array.py:7", "rumi_xarray/backend/open.py:7"], found
@@ -477,25 +479,21 @@ def upward_imports(imports: list[Import] | None = None,
 
 
 def test_layer_checker_reports_upward_imports() -> None:
-    def imp(module: str, target: str, type_checking: bool = False) -> Import:
-        path = PACKAGE.joinpath(*module.split(".")[1:]).with_suffix(".py")
-        return Import(module, target, path, 3, type_checking)
-
     layers = ["errors", "model", "stac", "__init__"]
-    found = upward_imports([
-        imp("rumi_xarray.stac.load", "rumi_xarray.model.grid"),   # downward
-        imp("rumi_xarray.stac.load", "rumi_xarray.stac.plan"),    # same layer
-        imp("rumi_xarray.model.grid", "rumi_xarray.stac.plan"),   # upward
-        imp("rumi_xarray.model.grid", "rumi_xarray.stac.load", True),  # TYPE_CHECKING
-        imp("rumi_xarray.errors", "rumi_xarray.model"),           # upward, but allowed
-        imp("rumi_xarray.stac.load", "rumi_xarray"),              # upward to the package
-        imp("rumi_xarray.__main__", "rumi_xarray.stac.load"),     # the top layer
-        imp("rumi_xarray.model.grid", "numpy"),                   # not ours
-    ], layers, frozenset({("errors", "model")}))
+    found = upward_imports(_imports(
+        ("rumi_xarray.stac.load", "rumi_xarray.model.grid"),   # downward
+        ("rumi_xarray.stac.load", "rumi_xarray.stac.plan"),    # same layer
+        ("rumi_xarray.model.grid", "rumi_xarray.stac.plan"),   # upward
+        ("rumi_xarray.model.grid", "rumi_xarray.stac.load", True),  # TYPE_CHECKING
+        ("rumi_xarray.errors", "rumi_xarray.model"),           # upward, but allowed
+        ("rumi_xarray.stac.load", "rumi_xarray"),              # upward to the package
+        ("rumi_xarray.__main__", "rumi_xarray.stac.load"),     # the top layer
+        ("rumi_xarray.model.grid", "numpy"),                   # not ours
+    ), layers, frozenset({("errors", "model")}))
     assert found == [
-        "rumi_xarray/model/grid.py:3: rumi_xarray.model.grid (model) imports "
+        "rumi_xarray/model/grid.py:7: rumi_xarray.model.grid (model) imports "
         "rumi_xarray.stac.plan (stac)",
-        "rumi_xarray/stac/load.py:3: rumi_xarray.stac.load (stac) imports rumi_xarray "
+        "rumi_xarray/stac/load.py:7: rumi_xarray.stac.load (stac) imports rumi_xarray "
         "(__init__)"], found
 
 
@@ -555,20 +553,16 @@ def impure_model_imports(imports: list[Import] | None = None,
 
 
 def test_model_purity_checker_follows_package_imports() -> None:
-    def imp(module: str, target: str, type_checking: bool = False) -> Import:
-        path = PACKAGE.joinpath(*module.split(".")[1:]).with_suffix(".py")
-        return Import(module, target, path, 5, type_checking)
-
-    found = impure_model_imports([
-        imp("rumi_xarray.model.a", "numpy"),
-        imp("rumi_xarray.model.a", "os.path"),
-        imp("rumi_xarray.model.a", "rumi_xarray.errors"),
-        imp("rumi_xarray.errors", "rumi_xarray.sources.redact"),
-        imp("rumi_xarray.sources.redact", "fsspec"),                 # two steps away
-        imp("rumi_xarray.model.b", "xarray", True),                  # TYPE_CHECKING
-        imp("rumi_xarray.backend.open", "xarray"),                   # never reached
-    ])
-    assert found == ["rumi_xarray/sources/redact.py:5: rumi_xarray.sources.redact imports "
+    found = impure_model_imports(_imports(
+        ("rumi_xarray.model.a", "numpy"),
+        ("rumi_xarray.model.a", "os.path"),
+        ("rumi_xarray.model.a", "rumi_xarray.errors"),
+        ("rumi_xarray.errors", "rumi_xarray.sources.redact"),
+        ("rumi_xarray.sources.redact", "fsspec"),                 # two steps away
+        ("rumi_xarray.model.b", "xarray", True),                  # TYPE_CHECKING
+        ("rumi_xarray.backend.open", "xarray"),                   # never reached
+    ))
+    assert found == ["rumi_xarray/sources/redact.py:7: rumi_xarray.sources.redact imports "
                      "fsspec (reached rumi_xarray.sources.redact <- rumi_xarray.errors <- "
                      "rumi_xarray.model.a)"], found
 

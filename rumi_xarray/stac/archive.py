@@ -111,17 +111,7 @@ class TableLoad(stac_plan.Load):
             fill=self.fill, resampling=self.resampling, token=self.token)
 
     def block_plan(self, it: int, ib: int, iy: int, ix: int) -> stac_plan.BlockPlan:
-        """Plan one output chunk from the Items the table holds for it.
-
-        Parameters
-        ----------
-        it, ib, iy, ix : int
-            Chunk indices along time, band, y and x.
-
-        Returns
-        -------
-        BlockPlan
-        """
+        """Plan one output chunk from the Items the table holds for it, looked up now."""
         return stac_plan.block_plan(self.local_plan(it, iy, ix), it, ib, iy, ix)
 
 

@@ -136,17 +136,7 @@ class LoadPlan(Load):
     bins: Mapping[tuple[int, int], tuple[int, ...]] = field(repr=False)
 
     def block_plan(self, it: int, ib: int, iy: int, ix: int) -> BlockPlan:
-        """Plan one output chunk (:func:`block_plan`).
-
-        Parameters
-        ----------
-        it, ib, iy, ix : int
-            Chunk indices along time, band, y and x.
-
-        Returns
-        -------
-        BlockPlan
-        """
+        """Plan one output chunk from the Items parsed at open (:func:`block_plan`)."""
         return block_plan(self, it, ib, iy, ix)
 
 

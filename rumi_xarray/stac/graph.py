@@ -43,12 +43,12 @@ class BlockPlans:
 
     Parameters
     ----------
-    plan : Load
+    load : Load
     """
 
-    def __init__(self, plan: Load) -> None:
-        self.plan = plan
-        self.shape = plan.numblocks
+    def __init__(self, load: Load) -> None:
+        self.load = load
+        self.shape = load.numblocks
         self.ndim = 4
         self.dtype = np.dtype(object)
 
@@ -89,31 +89,31 @@ class BlockPlans:
 
     def _plan(self, it: int, ib: int, iy: int, ix: int) -> BlockPlan:
         """Plan one block: from the open-time plan, or by a table lookup now (archives)."""
-        return self.plan.block_plan(it, ib, iy, ix)
+        return self.load.block_plan(it, ib, iy, ix)
 
     def __repr__(self) -> str:
-        return f"BlockPlans({self.plan.token}, blocks={self.shape})"
+        return f"BlockPlans({self.load.token}, blocks={self.shape})"
 
 
 def _load(plans: np.ndarray) -> np.ndarray:
     return mosaic.load_block(plans.reshape(-1)[0])
 
 
-def load_array(plan: Load) -> Any:
+def load_array(load: Load) -> Any:
     """Return the ``(time, band, y, x)`` dask array of a reprojecting STAC load.
 
     Parameters
     ----------
-    plan : Load
+    load : Load
 
     Returns
     -------
     dask.array.Array
-        Chunks ``plan.chunks``.
+        Chunks ``load.chunks``.
     """
-    plans = da.from_array(BlockPlans(plan), chunks=1, asarray=False, inline_array=False,
-                          name=f"rumi-stac-plan-{plan.token}",
+    plans = da.from_array(BlockPlans(load), chunks=1, asarray=False, inline_array=False,
+                          name=f"rumi-stac-plan-{load.token}",
                           meta=np.empty((0, 0, 0, 0), dtype=object))
-    return da.map_blocks(_load, plans, chunks=plan.chunks, dtype=plan.dtype,
-                         meta=np.empty((0, 0, 0, 0), dtype=plan.dtype),
-                         name=f"rumi-stac-{plan.token}")
+    return da.map_blocks(_load, plans, chunks=load.chunks, dtype=load.dtype,
+                         meta=np.empty((0, 0, 0, 0), dtype=load.dtype),
+                         name=f"rumi-stac-{load.token}")

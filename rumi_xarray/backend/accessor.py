@@ -73,7 +73,7 @@ def _reads(obj: xr.Dataset | xr.DataArray) -> list[tuple[Any, Any]]:
                 if (id(source), repr(key)) in seen:  # one read shared by several variables
                     continue
                 seen.add((id(source), repr(key)))
-                if hasattr(source, "planned_reads"):  # STAC loads (rumi_xarray.dask.stac)
+                if hasattr(source, "planned_reads"):  # STAC loads (rumi_xarray.stac.graph)
                     found.extend(source.planned_reads(key))
                     continue
                 located = find_backend(_index_lazily(source, key))

@@ -242,7 +242,7 @@ def _compress_all(data: Any, specs: list[FrameSpec], compress: Compressor,
                 out.append(compress(frame_block(data[s.time, s.band, s.rows, s.cols], s.axes)))
                 advance(1)
             return out
-        from rumi_xarray.dask.write import compress_frames
+        from rumi_xarray.write.batches import compress_frames
 
         first = specs[0]
         frame_shape = (first.time.stop - first.time.start, first.band.stop - first.band.start,

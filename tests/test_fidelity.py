@@ -742,6 +742,8 @@ import numpy as np, dask.array as da, xarray as xr
 import rumi_xarray as rx
 from rumi_xarray import progress
 from rumi_xarray.backend.dataset import backend_arrays
+from rumi_xarray.backend.execute import run_call
+from rumi_xarray.model import planning
 from rumi_xarray.model.planning import Call
 from rumi_xarray.native import reads
 from rumi_xarray.write.to_rumi import to_rumi
@@ -760,15 +762,16 @@ for i in range(5):
             time=[f"2024-02-0{i + 1}"])
 rx.catalog([f"{folder}/c{i}.rumi" for i in range(5)])
 print("STEP read", file=sys.stderr, flush=True)
-progress.READ_BAR_BYTES = 1000           # small enough to split this small read
-progress.READ_STEP_BYTES = 1
+planning.READ_BAR_BYTES = 1000           # small enough to split this small read
+planning.READ_STEP_BYTES = 1
 array = backend_arrays(xr.open_dataset(f"{folder}/a.rumi", engine="rumi"))[0]
 call = Call(scenes=(0,), rows=(0,), cols=(0,), times=(0, 1), bands=(0, 1, 2), height=64,
             width=48)
-got = progress.run(array.cube, call)
+got = run_call(array.cube, call, progress=progress.enabled())
 assert np.array_equal(got, reads.run(array.cube, call)), "sliced read differs"
 assert np.array_equal(got[0], data)
-print("DONE", len(progress.steps(array.cube, call)), file=sys.stderr, flush=True)
+print("DONE", len(planning.split_call(array.cube, call, progress=progress.enabled())),
+      file=sys.stderr, flush=True)
 """
 
 

@@ -15,7 +15,7 @@ import rumi
 import xarray as xr
 
 import rumi_xarray as rx
-from rumi_xarray.backend import lazy
+from rumi_xarray.backend import route
 from rumi_xarray.write.to_rumi import write_array
 from tests.checks import assert_explain_matches_reads
 
@@ -158,7 +158,7 @@ def test_cache_stays_within_its_bound(sparse_file):
     path, data = sparse_file
     var = xr.open_dataset(path, engine="rumi").band_data
     plane = 64 * 64 * 2
-    bound = lazy.CACHE_FRACTION * 12 * plane  # reads of up to 12 planes may be cached
+    bound = route.CACHE_FRACTION * 12 * plane  # reads of up to 12 planes may be cached
     ys, xs = points_of(40, data.shape[2:], seed=11)  # 40 cells x 6 planes: > the bound
     with rx.set_options(cache_bytes=bound):
         for rep in range(3):
@@ -171,7 +171,7 @@ def test_cache_stays_within_its_bound(sparse_file):
         assert rx.cache_info()["bytes"] > bound // 2  # and filled up to its bound
     # a read larger than the chosen fraction of the cache never goes through it
     rx.clear_cache()
-    with rx.set_options(cache_bytes=8 * plane * lazy.CACHE_FRACTION - 1):
+    with rx.set_options(cache_bytes=8 * plane * route.CACHE_FRACTION - 1):
         for _ in range(3):
             var.isel(y=slice(0, 64), x=slice(0, 128)).load()  # 2 cells x 6 planes
         assert rx.cache_info()["entries"] == 0

@@ -489,23 +489,11 @@ def explain_chips(cube: Any, starts: Any, size: int, *, bands: Any = None,
         Native calls, windows, frames, compressed bytes and byte ranges
         (librumi's own plan of each window), decoded bytes.
     """
-    from rumi_xarray.native.reads import plan_ranges
+    from rumi_xarray.native.reads import explain_calls
 
     source = chip_source(cube)
     plan = _plan(source, starts, size, bands, boundless)
-    c = source.cube
-    items = frames = compressed = decoded = nranges = 0
-    for call in plan.calls:
-        items += len(call.scenes)
-        decoded += len(call.scenes) * call.samples_per_item * c.grid.dtype.itemsize
-        for s, r, col in zip(call.scenes, call.rows, call.cols, strict=True):
-            ranges = plan_ranges(c.scenes[s], call.times, call.bands, r, col, call.height,
-                                 call.width)
-            frames += len(ranges)
-            nranges += len(ranges)
-            compressed += sum(length for _, length in ranges)
-    return Explanation(calls=len(plan.calls), items=items, frames=frames,
-                       compressed_bytes=compressed, decoded_bytes=decoded, ranges=nranges)
+    return explain_calls((source.cube, call) for call in plan.calls)
 
 
 # --- labelled chips ----------------------------------------------------------------

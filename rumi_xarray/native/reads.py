@@ -14,7 +14,7 @@ from __future__ import annotations
 import errno
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -29,6 +29,7 @@ from rumi_xarray.errors import (
     os_error,
     with_context,
 )
+from rumi_xarray.model.costs import Explanation
 from rumi_xarray.model.cube import Cube, Scene, source_name
 from rumi_xarray.model.planning import Call
 from rumi_xarray.native import binding, process
@@ -578,3 +579,36 @@ def plan_ranges(scene: Scene, times: Sequence[int] | None, bands: Sequence[int] 
     """
     return binding.plan_ranges(scene.header, times, bands, row, col, height, width)
 
+
+def explain_calls(calls: Iterable[tuple[Cube, Call]], tables: tuple[str, ...] = ()
+                  ) -> Explanation:
+    """Return what running these calls costs, from librumi's byte plans (no I/O).
+
+    The one way every ``explain`` (lazy and dask-backed objects, chips,
+    torch batches) counts: each call, its items and decoded bytes, and per
+    item the frames and compressed byte ranges librumi plans.
+
+    Parameters
+    ----------
+    calls : iterable of (Cube, Call)
+        Each call with the cube whose scenes it indexes.
+    tables : tuple of str
+        What opening read from catalog tables on disk (said as it is).
+
+    Returns
+    -------
+    Explanation
+    """
+    n_calls = items = frames = compressed = decoded = nranges = 0
+    for cube, call in calls:
+        n_calls += 1
+        items += len(call.scenes)
+        decoded += call.nbytes(cube.grid.dtype.itemsize)
+        for s, r, c in zip(call.scenes, call.rows, call.cols, strict=True):
+            ranges = plan_ranges(cube.scenes[s], call.times, call.bands, r, c, call.height,
+                                 call.width)
+            frames += len(ranges)
+            nranges += len(ranges)
+            compressed += sum(length for _, length in ranges)
+    return Explanation(calls=n_calls, items=items, frames=frames, compressed_bytes=compressed,
+                       decoded_bytes=decoded, ranges=nranges, tables=tables)

@@ -45,7 +45,9 @@ LIBRUMI_ALLOCATES = 256 * 2**20
 
 NATIVE_ERRORS = (ValueError, OSError, RuntimeError, MemoryError, NotImplementedError)
 
-Window = tuple[Scene, int, int]
+#: One item of a native call: a scene and its window's top-left ``(row, col)``
+#: (every item of a call shares the window size).
+CallItem = tuple[Scene, int, int]
 
 
 # --- metadata -------------------------------------------------------------------
@@ -172,7 +174,7 @@ def stamp(source: Any) -> tuple[int, int, int] | None:
 # --- reads ----------------------------------------------------------------------
 
 
-def read(windows: Sequence[Window], times: Sequence[int], bands: Sequence[int],
+def read(windows: Sequence[CallItem], times: Sequence[int], bands: Sequence[int],
          height: int, width: int, dtype: np.dtype, frames: int = 0,
          out: np.ndarray | None = None) -> np.ndarray:
     """Read equal-sized windows from one or more scenes in ONE native call.
@@ -234,7 +236,7 @@ def read(windows: Sequence[Window], times: Sequence[int], bands: Sequence[int],
     return out
 
 
-def read_as(windows: Sequence[Window], times: Sequence[int], bands: Sequence[int],
+def read_as(windows: Sequence[CallItem], times: Sequence[int], bands: Sequence[int],
             height: int, width: int, dtype: np.dtype, framework: str, frames: int = 0,
             pattern: str = "n t b y x") -> Any:
     """Read equal windows in ONE ``rumi.read_many`` call, into librumi's own allocation.
@@ -375,7 +377,7 @@ def reference_read(scene: Scene) -> np.ndarray:
     return rumi.read(scene.source, scene.header, pattern=PATTERN)
 
 
-def _where(windows: Sequence[Window], times: list[int], bands: list[int], height: int,
+def _where(windows: Sequence[CallItem], times: list[int], bands: list[int], height: int,
            width: int) -> tuple[str, str | None]:
     """Return the file(s) and selection of a read, and its first source, for errors."""
     scenes = list({id(s): s for s, _, _ in windows}.values())
@@ -386,8 +388,8 @@ def _where(windows: Sequence[Window], times: list[int], bands: list[int], height
     return f"{names}: reading {selection}", scenes[0].name
 
 
-def _materialize(windows: Sequence[Window], times: list[int] | None, bands: list[int] | None,
-                 height: int, width: int) -> Sequence[Window]:
+def _materialize(windows: Sequence[CallItem], times: list[int] | None, bands: list[int] | None,
+                 height: int, width: int) -> Sequence[CallItem]:
     """Replace range-read sources by sparse images holding the planned frames."""
     ranged: dict[int, list[int]] = {}
     for i, (scene, _, _) in enumerate(windows):
@@ -436,7 +438,7 @@ def _short(values: Sequence[int] | None) -> str:
     return str(values)
 
 
-def _locate_failure(exc: BaseException, windows: Sequence[Window], times: list[int],
+def _locate_failure(exc: BaseException, windows: Sequence[CallItem], times: list[int],
                     bands: list[int], height: int, width: int, dtype: np.dtype
                     ) -> RumiError:
     """Name the scene that made a read fail, and notice files rewritten since open.
@@ -445,7 +447,7 @@ def _locate_failure(exc: BaseException, windows: Sequence[Window], times: list[i
     so on failure (never on the fast path) each scene is read again alone to
     find the first culprit.
     """
-    culprit: Window | None = windows[0] if len(windows) == 1 else None
+    culprit: CallItem | None = windows[0] if len(windows) == 1 else None
     if culprit is None:
         probe = np.empty((1, len(times), len(bands), height, width), dtype=dtype)
         for window in windows:
@@ -510,7 +512,7 @@ def _librumi_read(items: list[tuple[Any, bytes, int, int]], times: list[int],
     return out if out.flags.writeable else out.copy()
 
 
-def _refuse_rewritten(windows: Sequence[Window], times: list[int], bands: list[int],
+def _refuse_rewritten(windows: Sequence[CallItem], times: list[int], bands: list[int],
                       height: int, width: int) -> None:
     """Raise before decoding when a local file was rewritten since it was opened.
 

@@ -11,7 +11,6 @@ that was written.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -22,6 +21,7 @@ import xarray as xr
 import rumi_xarray as rx
 from rumi_xarray.model import planning
 from rumi_xarray.write.to_rumi import to_rumi
+from tests.checks import run_with_stderr
 
 
 def _cube(path: Path) -> np.ndarray:
@@ -76,35 +76,9 @@ def _run(tmp_path: Path, path: Path, *, terminal: bool) -> tuple[int, int]:
     script = tmp_path / "explain_script.py"
     script.write_text(SCRIPT)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TQDM_", "RUMI_XARRAY_"))}
-    argv = [sys.executable, os.fspath(script), os.fspath(path)]
-    if not terminal:
-        done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300,
-                              check=False)
-        assert done.returncode == 0, done.stderr
-        text = done.stderr
-    else:
-        import fcntl
-        import pty
-        import struct
-        import termios
-
-        leader, follower = pty.openpty()
-        fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
-        with subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL,
-                              stderr=follower) as proc:
-            os.close(follower)
-            chunks = []
-            while True:
-                try:
-                    chunk = os.read(leader, 65536)
-                except OSError:  # the terminal closed with the process
-                    break
-                if not chunk:
-                    break
-                chunks.append(chunk)
-            assert proc.wait(timeout=300) == 0
-        os.close(leader)
-        text = b"".join(chunks).decode("utf-8", "replace")
+    code, text = run_with_stderr([sys.executable, os.fspath(script), os.fspath(path)], env,
+                                 terminal=terminal)
+    assert code == 0, text
     explained, ran = text.split("COUNTS")[1].split()[:2]
     return int(explained), int(ran)
 

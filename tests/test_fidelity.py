@@ -778,40 +778,16 @@ print("DONE", len(planning.split_call(array.cube, call, progress=progress.enable
 def run_script(tmp_path: Path, env: dict[str, str], *, terminal: bool = False
                ) -> tuple[int, str]:
     """Run PROGRESS_SCRIPT; stderr is a pipe, or a pseudo-terminal when ``terminal``."""
-    import subprocess
     import sys
+
+    from tests.checks import run_with_stderr
 
     script = tmp_path / "progress_script.py"
     script.write_text(PROGRESS_SCRIPT)
     full = {k: v for k, v in os.environ.items() if not k.startswith(("TQDM_", "RUMI_XARRAY_"))}
     full.update(env)
-    argv = [sys.executable, os.fspath(script), os.fspath(tmp_path)]
-    if not terminal:
-        done = subprocess.run(argv, env=full, capture_output=True, text=True, timeout=300,
-                              check=False)
-        return done.returncode, done.stderr
-    import fcntl
-    import pty
-    import struct
-    import termios
-
-    leader, follower = pty.openpty()
-    # A new pseudo-terminal is 0 columns wide; tqdm would draw nothing in it.
-    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
-    with subprocess.Popen(argv, env=full, stdout=subprocess.DEVNULL, stderr=follower) as proc:
-        os.close(follower)
-        chunks = []
-        while True:
-            try:
-                chunk = os.read(leader, 65536)
-            except OSError:  # the terminal closed with the process
-                break
-            if not chunk:
-                break
-            chunks.append(chunk)
-        code = proc.wait(timeout=300)
-    os.close(leader)
-    return code, b"".join(chunks).decode("utf-8", "replace")
+    return run_with_stderr([sys.executable, os.fspath(script), os.fspath(tmp_path)], full,
+                           terminal=terminal)
 
 
 def counts(text: str, total: int) -> set[int]:

@@ -7,6 +7,7 @@ tracemalloc (numpy reports its buffers to it). No timings.
 
 from __future__ import annotations
 
+import os
 import tracemalloc
 
 import numpy as np
@@ -221,3 +222,23 @@ def test_whole_load_is_one_call_into_the_result(sparse_file):
                 if cache_bytes is None:
                     break
             assert rx.cache_info()["entries"] == 0
+
+
+def test_remote_call_threads_start_afresh_in_a_forked_child() -> None:
+    # dask's processes scheduler forks workers after the parent read remotely: the
+    # child inherits the pool object but none of its threads.
+    from rumi_xarray.backend.execute import REMOTE
+
+    parent = REMOTE.executor()
+    assert parent.submit(int, "7").result(timeout=20) == 7
+    pid = os.fork()
+    if pid == 0:
+        try:
+            child = REMOTE.executor()
+            ok = child is not parent and child.submit(int, "7").result(timeout=20) == 7
+        except BaseException:
+            ok = False
+        os._exit(0 if ok else 3)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert REMOTE.executor() is parent  # the parent keeps its own

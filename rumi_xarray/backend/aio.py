@@ -104,7 +104,7 @@ async def submit(array: Any, key: Any) -> np.ndarray:
 def serve(requests: list[tuple[Any, Any]]) -> list[Outcome]:
     """Serve a batch of ``(backend array, key)`` loads (runs in a worker thread).
 
-    Window reads of the same cube are planned and read together; everything
+    Window reads of the same cube are batched and read together; everything
     else is read as ``array[key]`` would.
 
     Parameters

@@ -1,4 +1,4 @@
-"""The lazily indexed backend array over a cube: one planned read per access."""
+"""The lazily indexed backend array over a cube: one routed read per access."""
 
 from __future__ import annotations
 
@@ -126,7 +126,7 @@ class RumiBackendArray(BackendArray):
     Supports xarray's VECTORIZED indexing directly: OUTER keys (integers,
     slices with any step and integer arrays on every dimension, negative
     indices included) and pointwise keys (``isel(y=DataArray, x=DataArray)``,
-    integer arrays broadcast against each other). Each access is one planned
+    integer arrays broadcast against each other). Each access is one routed
     read (:mod:`rumi_xarray.backend.route`): a window is one native call
     straight into the result; scattered rows and columns, and points, read
     only the tile cells that hold a selected pixel, each once. The array

@@ -1,7 +1,7 @@
 """Chips for models: ``rx.read_chips``, ``rx.explain_chips`` and ``.rumi.chips``.
 
 A batch of chips (one size, one band selection, any dates and scenes) is
-planned by :mod:`rumi_xarray.model.chips` and read by one ``rumi.read_many``
+batched by :mod:`rumi_xarray.model.chips` and read by one ``rumi.read_many``
 per scene-local date, straight into the output (numpy) or into librumi's own
 allocation handed over through DLPack (``framework="torch"`` ...), so a
 batch from single-date scenes costs one native call and no copy.

@@ -112,17 +112,15 @@ def run_call(cube: Cube, call: planning.Call, *, progress: bool,
 
     Parameters
     ----------
-    cube : Cube
-    call : Call
+    cube, call, out
+        As for :func:`rumi_xarray.native.reads.run`.
     progress : bool
         Whether a progress bar is shown (the route's setting).
-    out : numpy.ndarray, optional
-        Contiguous ``(n_items, n_times, n_bands, height, width)`` destination.
 
     Returns
     -------
     numpy.ndarray
-        ``(n_items, n_times, n_bands, height, width)``.
+        ``(n_items, n_times, n_bands, height, width)``, ``out`` when given.
     """
     parts = planning.split_call(cube, call, progress=progress)
     if len(parts) == 1:
@@ -350,20 +348,10 @@ def read_outer(cube: Cube, sel: Selection, route: Route | None = None) -> np.nda
 
 
 def read_points(cube: Cube, pts: Points, route: Route | None = None) -> np.ndarray:
-    """Read a pointwise selection along its route.
+    """Read a pointwise selection along its route; see :func:`read_outer`.
 
-    Parameters
-    ----------
-    cube : Cube
-    pts : Points
-    route : Route, optional
-        From :func:`~rumi_xarray.backend.route.route_points` with
-        ``commit=True``; decided now when omitted.
-
-    Returns
-    -------
-    numpy.ndarray
-        Shaped ``pts.out_shape``.
+    ``route`` comes from :func:`~rumi_xarray.backend.route.route_points`
+    (``commit=True``), or is decided now. Returns ``pts.out_shape``.
     """
     if route is None:
         route = route_points(cube, pts, commit=True, progress=bars.enabled())

@@ -68,25 +68,18 @@ def coalescing(source: Any) -> bool:
     Parameters
     ----------
     source : str, bytes or range source
+        A scene's source, as opened.
 
     Returns
     -------
     bool
+        True for URLs and GDAL-style ``/vsi`` paths.
     """
     return isinstance(source, str) and ("://" in source or source.startswith("/vsi"))
 
 
 def local_file(source: Any) -> bool:
-    """Return whether a source is a path on this machine's file system.
-
-    Parameters
-    ----------
-    source : str, bytes or range source
-
-    Returns
-    -------
-    bool
-    """
+    """Return whether ``source`` (as for :func:`coalescing`) is a path on this machine."""
     return isinstance(source, str) and "://" not in source
 
 

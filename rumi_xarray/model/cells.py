@@ -326,16 +326,9 @@ def grid_targets(cube: Cube, sel: Selection) -> list[GridTarget]:
 
 
 def point_targets(cube: Cube, pts: Points) -> list[PointTarget]:
-    """Return one target per ``(scene, cell)`` the points touch.
+    """Return one :class:`PointTarget` per ``(scene, cell)`` the points touch.
 
-    Parameters
-    ----------
-    cube : Cube
-    pts : Points
-
-    Returns
-    -------
-    list of PointTarget
+    As :func:`grid_targets`, for pointwise pairs.
     """
     g = cube.grid
     th, tw = g.tile_height, g.tile_width

@@ -1,4 +1,4 @@
-"""Plan a batch of chips: which native calls read it and where each chip lands.
+"""A chip batch: which native calls read a batch of chips and where each chip lands.
 
 A *chip* is ``size`` x ``size`` pixels of one cube time step, given by the
 ``(time, row, col)`` of its upper-left pixel. ``rumi.read_many`` takes one
@@ -106,7 +106,7 @@ def as_starts(starts: object) -> np.ndarray:
 
 def batch_chips(cube: Cube, starts: np.ndarray, size: int, bands: tuple[int, ...], *,
                boundless: bool = False) -> ChipBatch:
-    """Plan the native calls that read a batch of chips.
+    """Return the chip batch: the native calls that read these chips, and placements.
 
     Parameters
     ----------

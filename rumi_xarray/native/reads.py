@@ -1,7 +1,7 @@
 """Reads through librumi: metadata, windows into numpy buffers, byte plans.
 
 Everything else in the package describes *what* to read (scenes, windows,
-time and band lists, planned calls); this module turns that into librumi
+time and band lists, calls); this module turns that into librumi
 calls (``rumi``'s Python API for metadata, its C API through
 :mod:`rumi_xarray.native.binding` for reads into our buffers and byte plans),
 adds the context librumi's messages lack (which file, which selection, which
@@ -281,7 +281,7 @@ def read_as(windows: Sequence[CallItem], times: Sequence[int], bands: Sequence[i
 
 
 def run_as(cube: Cube, call: Call, framework: str, pattern: str = "n t b y x") -> Any:
-    """Run one planned call into librumi's allocation, handed to ``framework``.
+    """Run one call into librumi's allocation, handed to ``framework``.
 
     Parameters
     ----------
@@ -336,7 +336,7 @@ def adopt(array: np.ndarray, framework: str) -> Any:
 
 
 def run(cube: Cube, call: Call, out: np.ndarray | None = None) -> np.ndarray:
-    """Run one planned call.
+    """Run one call (:class:`~rumi_xarray.model.planning.Call`) into numpy.
 
     Parameters
     ----------

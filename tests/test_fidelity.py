@@ -742,6 +742,8 @@ import numpy as np, dask.array as da, xarray as xr
 import rumi_xarray as rx
 from rumi_xarray import progress
 from rumi_xarray.backend.dataset import backend_arrays
+from rumi_xarray.backend.execute import run_call
+from rumi_xarray.model import planning
 from rumi_xarray.model.planning import Call
 from rumi_xarray.native import reads
 from rumi_xarray.write.to_rumi import to_rumi
@@ -760,55 +762,32 @@ for i in range(5):
             time=[f"2024-02-0{i + 1}"])
 rx.catalog([f"{folder}/c{i}.rumi" for i in range(5)])
 print("STEP read", file=sys.stderr, flush=True)
-progress.READ_BAR_BYTES = 1000           # small enough to split this small read
-progress.READ_STEP_BYTES = 1
+planning.READ_BAR_BYTES = 1000           # small enough to split this small read
+planning.READ_STEP_BYTES = 1
 array = backend_arrays(xr.open_dataset(f"{folder}/a.rumi", engine="rumi"))[0]
 call = Call(scenes=(0,), rows=(0,), cols=(0,), times=(0, 1), bands=(0, 1, 2), height=64,
             width=48)
-got = progress.run(array.cube, call)
+got = run_call(array.cube, call, progress=progress.enabled())
 assert np.array_equal(got, reads.run(array.cube, call)), "sliced read differs"
 assert np.array_equal(got[0], data)
-print("DONE", len(progress.steps(array.cube, call)), file=sys.stderr, flush=True)
+print("DONE", len(planning.split_call(array.cube, call, progress=progress.enabled())),
+      file=sys.stderr, flush=True)
 """
 
 
 def run_script(tmp_path: Path, env: dict[str, str], *, terminal: bool = False
                ) -> tuple[int, str]:
     """Run PROGRESS_SCRIPT; stderr is a pipe, or a pseudo-terminal when ``terminal``."""
-    import subprocess
     import sys
+
+    from tests.checks import run_with_stderr
 
     script = tmp_path / "progress_script.py"
     script.write_text(PROGRESS_SCRIPT)
     full = {k: v for k, v in os.environ.items() if not k.startswith(("TQDM_", "RUMI_XARRAY_"))}
     full.update(env)
-    argv = [sys.executable, os.fspath(script), os.fspath(tmp_path)]
-    if not terminal:
-        done = subprocess.run(argv, env=full, capture_output=True, text=True, timeout=300,
-                              check=False)
-        return done.returncode, done.stderr
-    import fcntl
-    import pty
-    import struct
-    import termios
-
-    leader, follower = pty.openpty()
-    # A new pseudo-terminal is 0 columns wide; tqdm would draw nothing in it.
-    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
-    with subprocess.Popen(argv, env=full, stdout=subprocess.DEVNULL, stderr=follower) as proc:
-        os.close(follower)
-        chunks = []
-        while True:
-            try:
-                chunk = os.read(leader, 65536)
-            except OSError:  # the terminal closed with the process
-                break
-            if not chunk:
-                break
-            chunks.append(chunk)
-        code = proc.wait(timeout=300)
-    os.close(leader)
-    return code, b"".join(chunks).decode("utf-8", "replace")
+    return run_with_stderr([sys.executable, os.fspath(script), os.fspath(tmp_path)], full,
+                           terminal=terminal)
 
 
 def counts(text: str, total: int) -> set[int]:

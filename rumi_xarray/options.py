@@ -39,6 +39,7 @@ first), reads raise :class:`~rumi_xarray.errors.RumiVerificationError` until
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 from collections.abc import Callable, Mapping
@@ -74,12 +75,59 @@ _values: dict[str, Any] | None = None
 _hooks: dict[str, Callable[[Any], None]] = {}
 
 
+#: Byte units as dask spells them, case-insensitive: none, decimal (``kB``, ``k``)
+#: and binary (``KiB``, ``Ki``), up to peta.
+_UNITS = {"": 1, "b": 1} | {
+    f"{prefix}{suffix}": base**power
+    for power, prefix in enumerate("kmgtp", start=1)
+    for base, suffixes in ((1000, ("", "b")), (1024, ("i", "ib")))
+    for suffix in suffixes}
+
+
+def parse_bytes(text: str) -> int:
+    """Return the number of bytes ``text`` spells, read as ``dask.utils.parse_bytes`` reads it.
+
+    ``"128MiB"``, ``"64 MB"``, ``"5.4kB"``, ``"1e6"``, ``"MiB"`` (one of
+    them). Written here rather than borrowed from dask because the settings
+    registry sits below everything that may import dask;
+    ``tests/test_options.py`` compares the two on generated sizes.
+
+    Parameters
+    ----------
+    text : str
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    ValueError
+        Not a number followed by a byte unit, or not finite.
+    """
+    compact = text.replace(" ", "")
+    if not any(char.isdigit() for char in compact):
+        compact = f"1{compact}"
+    cut = len(compact)
+    while cut > 0 and compact[cut - 1].isalpha():
+        cut -= 1
+    number, unit = compact[:cut], compact[cut:]
+    try:
+        count = float(number)
+    except ValueError:
+        raise ValueError(f"cannot read {number!r} as a number") from None
+    multiplier = _UNITS.get(unit.lower())
+    if multiplier is None:
+        raise ValueError(f"cannot read {unit!r} as a byte unit")
+    if not math.isfinite(count * multiplier):
+        raise ValueError(f"{text!r} is not a finite size")
+    return int(count * multiplier)
+
+
 def _bytes(name: str, value: Any) -> int | None:
     if value is None:
         return None
     if isinstance(value, str):
-        from rumi_xarray.dask.sizes import parse_bytes
-
         try:
             value = parse_bytes(value)
         except ValueError as exc:

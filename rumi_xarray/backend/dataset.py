@@ -10,7 +10,6 @@ behaves exactly as with xarray's other backends, lazily.
 from __future__ import annotations
 
 import functools
-import warnings
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,25 +18,16 @@ import numpy as np
 import xarray as xr
 from xarray.core import indexing
 
-from rumi_xarray import options
 from rumi_xarray.backend.array import RumiBackendArray
 from rumi_xarray.backend.wrappers import find_backend
 from rumi_xarray.conventions import crs_index, georef, netcdf
 from rumi_xarray.conventions.bands import BandLabels
 from rumi_xarray.conventions.time import TIME_UNITS, time_seconds
-from rumi_xarray.dask.sizes import converts_to_numpy, dask_chunk_bytes, query_planning
-from rumi_xarray.errors import user_stacklevel
+from rumi_xarray.dask.chunks import preferred_chunks
 from rumi_xarray.model.cube import Cube
 from rumi_xarray.model.grid import CUBE_DIMS
 
 VARIABLE = "band_data"
-
-#: Read-group size when neither the option nor dask's configuration says.
-DEFAULT_GROUP_BYTES = 128 * 2**20
-#: Under dask's array query planning a selection reads every chunk it touches
-#: whole (no slice reaches the read), so read groups default to less.
-QUERY_PLANNING_GROUP_BYTES = 16 * 2**20
-_warned_query_planning = False
 
 
 @dataclass(frozen=True)
@@ -81,66 +71,6 @@ class Labels:
     def georeferenced(self) -> bool:
         """Return whether the scenes carry a transform and a CRS."""
         return self.transform is not None and self.crs is not None
-
-
-def group_bytes() -> int:
-    """Return the decoded bytes of one read group (the preferred dask chunk).
-
-    Returns
-    -------
-    int
-        The ``group_bytes`` option, else 16 MiB under dask's array query
-        planning (warned once), else dask's ``array.chunk-size`` (when dask
-        is in use), else 128 MiB.
-    """
-    chosen = options.option("group_bytes")
-    if chosen is not None:
-        return int(chosen)
-    if query_planning():
-        _warn_query_planning()
-        return QUERY_PLANNING_GROUP_BYTES
-    return dask_chunk_bytes(DEFAULT_GROUP_BYTES)
-
-
-def _warn_query_planning() -> None:
-    global _warned_query_planning
-    if _warned_query_planning:
-        return
-    _warned_query_planning = True
-    warnings.warn(
-        "dask's array query planning is on: it does not pass a selection down to the "
-        "read of a chunk, so every chunk a computation touches is read whole (one native "
-        f"call each). rumi_xarray therefore uses read groups of "
-        f"{QUERY_PLANNING_GROUP_BYTES // 2**20} MiB instead of dask's chunk size; "
-        "rx.set_options(group_bytes=...) chooses another size." + _values_caveat(),
-        UserWarning, stacklevel=user_stacklevel())
-
-
-def _values_caveat() -> str:
-    """Say so when this dask's query-planning arrays do not convert to numpy."""
-    if converts_to_numpy():
-        return ""
-    return (" In this mode dask arrays lack __array__ (dask/dask#11922): .values and "
-            "numpy.asarray return an object array, so use .compute() or .load().")
-
-
-def preferred_chunks(cube: Cube, dims: tuple[str, ...]) -> dict[str, int]:
-    """Return one read group per dimension: xarray's ``preferred_chunks``.
-
-    ``chunks={}`` gives exactly these chunks, ``chunks="auto"`` multiples of
-    them; either way every dask chunk is whole frames read by one native call.
-
-    Parameters
-    ----------
-    cube : Cube
-    dims : tuple of str
-
-    Returns
-    -------
-    dict
-    """
-    group = cube.read_group(group_bytes(), one_band="band" not in dims)
-    return {d: n for d, n in zip(CUBE_DIMS, group, strict=True) if d in dims}
 
 
 def build(cube: Cube, labels: Labels, *, band_as_variable: bool = False,

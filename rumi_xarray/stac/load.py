@@ -233,7 +233,7 @@ def _open_archive(items: Any, bands: str | Sequence[str] | None, *, crs: Any, re
                   storage_options: dict[str, Any] | None, datetime: Any,
                   query: Mapping[str, Any] | None) -> xr.Dataset:
     """Open a load whose output chunks look their Items up in the table when they run."""
-    from rumi_xarray.backend.dataset import group_bytes
+    from rumi_xarray.dask.chunks import stac_output_chunks
     from rumi_xarray.dask.stac import load_array
     from rumi_xarray.stac import archive
 
@@ -256,7 +256,7 @@ def _open_archive(items: Any, bands: str | Sequence[str] | None, *, crs: Any, re
     fill_nodata = ref.nodata if nodata is None else float(nodata)
     fill = _fill(dtype, fill_nodata)
     shape = (len(times), len(names), *gbox.shape.yx)
-    sizes = planning.chunk_sizes(chunks, shape, dtype.itemsize, group_bytes())
+    sizes = stac_output_chunks(chunks, shape, dtype.itemsize)
     token = archive.token(url, gbox.crs.to_wkt(), tuple(gbox.transform), tuple(gbox.shape),
                           names, sizes, dtype.str, repr(fill), resampling, repr(datetime),
                           repr(query), repr(bbox), groupby)
@@ -374,13 +374,13 @@ def _open_warped(sources: Sequence[StacSource], groups: Sequence[Sequence[planni
                  band_as_variable: bool, storage_options: dict[str, Any] | None
                  ) -> xr.Dataset:
     """Build the reprojecting load: one dask task per output chunk."""
-    from rumi_xarray.backend.dataset import group_bytes
+    from rumi_xarray.dask.chunks import stac_output_chunks
     from rumi_xarray.dask.stac import load_array
     from rumi_xarray.sources import resolve
 
     fill = _fill(dtype, nodata)
     shape = (len(groups), len(names), *gbox.shape.yx)
-    sizes = planning.chunk_sizes(chunks, shape, dtype.itemsize, group_bytes())
+    sizes = stac_output_chunks(chunks, shape, dtype.itemsize)
     scenes = tuple(Scene(resolve.resolve(s.href, storage_options=storage_options), s.header,
                          s.position) for s in sources)
     token = planning.load_token(sources, gbox.crs.to_wkt(), tuple(gbox.transform),

@@ -741,7 +741,7 @@ import sys
 import numpy as np, dask.array as da, xarray as xr
 import rumi_xarray as rx
 from rumi_xarray import progress
-from rumi_xarray.backend.dataset import backend_arrays
+from rumi_xarray.backend.accessor import backend_arrays
 from rumi_xarray.model.planning import Call
 from rumi_xarray.native import reads
 from rumi_xarray.write.to_rumi import to_rumi

@@ -19,7 +19,6 @@ import xarray as xr
 from xarray.core import indexing
 
 from rumi_xarray.backend.array import RumiBackendArray
-from rumi_xarray.backend.wrappers import find_backend
 from rumi_xarray.conventions import crs_index, georef, netcdf
 from rumi_xarray.conventions.bands import BandLabels
 from rumi_xarray.conventions.time import TIME_UNITS, time_seconds
@@ -229,23 +228,3 @@ def _forget_dropped_grid_mapping(ds: xr.Dataset) -> xr.Dataset:
             if isinstance(name, str) and name not in ds.variables:
                 del where["grid_mapping"]
     return ds
-
-
-def backend_arrays(obj: xr.Dataset | xr.DataArray) -> list[RumiBackendArray]:
-    """Return the Rumi arrays under the lazily indexed variables of ``obj``.
-
-    Parameters
-    ----------
-    obj : xarray.Dataset or xarray.DataArray
-
-    Returns
-    -------
-    list of RumiBackendArray
-    """
-    found = []
-    variables = obj.variables.values() if isinstance(obj, xr.Dataset) else [obj.variable]
-    for var in variables:
-        located = find_backend(var._data)
-        if located is not None:
-            found.append(located[0])
-    return found

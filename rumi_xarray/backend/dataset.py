@@ -20,7 +20,7 @@ from xarray.core import indexing
 
 from rumi_xarray.backend.array import RumiBackendArray
 from rumi_xarray.conventions import crs_index, georef, netcdf
-from rumi_xarray.conventions.bands import BandLabels
+from rumi_xarray.conventions.bands import BandCoords
 from rumi_xarray.conventions.time import TIME_UNITS, time_seconds
 from rumi_xarray.dask.chunks import preferred_chunks
 from rumi_xarray.model.cube import Cube
@@ -30,8 +30,11 @@ VARIABLE = "band_data"
 
 
 @dataclass(frozen=True)
-class Labels:
-    """What the files say about their axes: band texts, time, georeferencing.
+class CubeLabels:
+    """The labels of a cube's axes and its CF attributes, from headers, sidecar or catalog.
+
+    Band texts label ``band``, time steps ``time``, the transform and CRS ``y``
+    and ``x``: what the Dataset's coordinates are built from.
 
     Parameters
     ----------
@@ -59,7 +62,7 @@ class Labels:
     cf: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def from_metadata(cls, meta: Any, where: str = "") -> Labels:
+    def from_metadata(cls, meta: Any, where: str = "") -> CubeLabels:
         """Return the labels of one file's ``rumi.Metadata``."""
         seconds, bounds = time_seconds(meta.time or [], where)
         return cls(bands=tuple(meta.bands or ()), seconds=seconds, bounds=bounds,
@@ -72,7 +75,7 @@ class Labels:
         return self.transform is not None and self.crs is not None
 
 
-def build(cube: Cube, labels: Labels, *, band_as_variable: bool = False,
+def build(cube: Cube, labels: CubeLabels, *, band_as_variable: bool = False,
           drop_variables: str | Iterable[str] | None = None,
           decoders: Mapping[str, Any] | None = None,
           promote_integers: bool = False) -> xr.Dataset:
@@ -81,7 +84,7 @@ def build(cube: Cube, labels: Labels, *, band_as_variable: bool = False,
     Parameters
     ----------
     cube : Cube
-    labels : Labels
+    labels : CubeLabels
     band_as_variable : bool
         One variable per band, named by its short band name, instead of
         ``band_data``.
@@ -100,7 +103,7 @@ def build(cube: Cube, labels: Labels, *, band_as_variable: bool = False,
     xarray.Dataset
     """
     g = cube.grid
-    band_labels = BandLabels.from_texts(labels.bands)
+    band_coords = BandCoords.from_texts(labels.bands)
     # One Dataset constructor call: assigning coordinates one by one costs
     # xarray an alignment each, several milliseconds per open.
     coords, indexed = georef.spatial_coords(labels.transform, labels.crs,
@@ -123,14 +126,14 @@ def build(cube: Cube, labels: Labels, *, band_as_variable: bool = False,
         if band is None:
             name = VARIABLE
         else:
-            name = band_labels.names[band]
-            var_attrs["long_name"] = band_labels.texts[band]
+            name = band_coords.names[band]
+            var_attrs["long_name"] = band_coords.texts[band]
         enc = _encoding(cube, backend.dims, header, labels.georeferenced)
         backend.read_group = tuple(enc["preferred_chunks"][d] for d in backend.dims)
         variables[name] = xr.Variable(backend.dims, indexing.LazilyIndexedArray(backend),
                                       var_attrs, encoding=enc)
     if not band_as_variable:
-        coords.update(band_labels.coords())
+        coords.update(band_coords.coords())
     ds = xr.Dataset(variables, coords=coords)
     if indexed is not None:
         ds = ds.assign_coords(indexed)
@@ -177,7 +180,7 @@ def _astype(values: Any, dtype: np.dtype) -> Any:
     return np.asarray(values).astype(dtype)
 
 
-def _time_coords(labels: Labels) -> dict[Hashable, xr.Variable]:
+def _time_coords(labels: CubeLabels) -> dict[Hashable, xr.Variable]:
     """Return ``time`` (always a dimension) and ``time_bnds``, CF-encoded."""
     # POSIX seconds count no leap seconds: CF 1.11's units_metadata says so.
     attrs: dict[str, Any] = {"standard_name": "time", "long_name": "time", "axis": "T",

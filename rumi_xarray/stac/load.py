@@ -43,7 +43,7 @@ import numpy as np
 import xarray as xr
 
 from rumi_xarray.conventions import cf
-from rumi_xarray.conventions.bands import BandLabels
+from rumi_xarray.conventions.bands import BandCoords
 from rumi_xarray.errors import RumiCatalogError
 from rumi_xarray.model.cube import Scene
 from rumi_xarray.stac import grid as grids
@@ -426,7 +426,7 @@ def _conform(ds: xr.Dataset, gbox: Any, sources: Sequence[StacSource],
     if "band" in ds.dims:
         # rumi_xarray's band companions (full text, common name, wavelength), both paths
         texts = sources[0].labels.texts
-        companions = BandLabels.from_texts([texts[i] for i in band_index[0]]).coords()
+        companions = BandCoords.from_texts([texts[i] for i in band_index[0]]).coords()
         companions.pop("band")
         if "band_text" not in companions and list(names) != [texts[i] for i in band_index[0]]:
             companions["band_text"] = xr.Variable(

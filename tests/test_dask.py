@@ -41,7 +41,7 @@ import rumi
 import xarray as xr
 
 import rumi_xarray as rx
-from rumi_xarray.dask.sizes import query_planning
+from rumi_xarray.dask.config import query_planning
 
 pytestmark = pytest.mark.dask
 

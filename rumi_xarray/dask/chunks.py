@@ -22,6 +22,9 @@ Rumi data asks this module:
   boundary, so a chunk never decodes a frame that its neighbour decodes again.
 - **STAC output chunks** (:func:`stac_output_chunks`): the chunks of a load
   across grids, whose output grid has no frames of its own.
+- **Write blocks** (:func:`whole_frame_blocks`): a dask array being written is
+  compressed in blocks of whole frames; one whose chunks split frames is
+  rechunked to the frame multiple nearest its first chunk.
 
 What dask is configured to do (its chunk size, query planning) are facts read
 by :mod:`rumi_xarray.dask.config`; the frame grid itself is
@@ -370,3 +373,30 @@ def _split(n: int, size: int) -> tuple[int, ...]:
         return (0,)
     full, rest = divmod(n, size)
     return (size,) * full + ((rest,) if rest else ())
+
+
+def whole_frame_blocks(data: Any, frame_shape: tuple[int, int, int, int]) -> Any:
+    """Return ``data`` with every chunk made of whole frames, for writing.
+
+    The array itself when its chunk boundaries already fall on frame
+    boundaries; otherwise a rechunk to the multiple of the frame extent
+    nearest each axis's first chunk (at least one frame), so each block
+    compresses into whole frames and no frame is split across tasks.
+
+    Parameters
+    ----------
+    data : dask.array.Array
+    frame_shape : tuple of int
+        Extent of an interior frame along ``(t, b, y, x)``.
+
+    Returns
+    -------
+    dask.array.Array
+    """
+    aligned = all(all(int(edge) % n == 0 for edge in np.cumsum(chunks)[:-1])
+                  for chunks, n in zip(data.chunks, frame_shape, strict=True))
+    if aligned:
+        return data
+    target = tuple(n * max(1, round(int(chunks[0]) / n))
+                   for chunks, n in zip(data.chunks, frame_shape, strict=True))
+    return data.rechunk(target)

@@ -33,6 +33,7 @@ from rumi_xarray.conventions.bands import BandLabels
 from rumi_xarray.conventions.georef import shift_half_pixel
 from rumi_xarray.errors import RumiCatalogError, RumiCatalogKeyError, RumiSourceTypeError
 from rumi_xarray.model.grid import Grid
+from rumi_xarray.sources.location import locate, written_as_url
 from rumi_xarray.stac import items as out
 
 __all__ = ["StacSource", "catalog_table", "item_dicts", "parse_items"]
@@ -223,7 +224,8 @@ def _is_arrow_table(obj: Any) -> bool:
 
 def _from_file(path: str, search: Mapping[str, Any]) -> list[dict[str, Any]]:
     lowered = path.split("?", 1)[0].lower()
-    if lowered.endswith(tuple(_suffixes())) or (os.path.isdir(path) and "://" not in path):
+    where = locate(path)
+    if lowered.endswith(tuple(_suffixes())) or (where.local and os.path.isdir(path)):
         from rumi_xarray.stac.geoparquet import read_geoparquet
 
         return read_geoparquet(path, **search)
@@ -233,7 +235,7 @@ def _from_file(path: str, search: Mapping[str, Any]) -> list[dict[str, Any]]:
         with fsspec.open(path, "rt", encoding="utf-8") as f:
             content = json.load(f)
         found = item_dicts(content, {k: v for k, v in search.items() if k != "bbox"})
-        base = path if "://" in path else os.path.abspath(path)
+        base = where.target if where.url and where.target else os.path.abspath(path)
         for item in found:
             for asset in (item.get("assets") or {}).values():
                 href = asset.get("href")
@@ -276,7 +278,8 @@ def _with_absolute_hrefs(item: dict[str, Any]) -> dict[str, Any]:
 
 
 def _absolute(href: str) -> bool:
-    return "://" in href or os.path.isabs(href)
+    # Syntax only: an href is not opened here (a GDAL virtual path is absolute too).
+    return written_as_url(href) or os.path.isabs(href)
 
 
 # --- Item dictionaries -> sources -----------------------------------------------------

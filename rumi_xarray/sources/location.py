@@ -12,7 +12,8 @@ URLs, so they are read, cached, named and redacted as the URLs they stand for.
 GDAL's other virtual file systems (``/vsimem/``, ``/vsizip/``, ``/vsisubfile/``...)
 name things that only exist inside GDAL or need an archive reader: they are
 refused with :class:`~rumi_xarray.errors.RumiUnsupportedError`, naming the path
-and what to pass instead.
+and what to pass instead. The tables of schemes and prefixes are in
+:mod:`rumi_xarray.sources.schemes`.
 
 Pure standard library (``model/`` may use it): nothing here opens a file or
 the network.
@@ -26,22 +27,14 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from rumi_xarray.errors import RumiSourceTypeError, RumiUnsupportedError
-
-#: URL schemes librumi's transport (Karu) reads itself. Anything else goes through fsspec.
-NATIVE_SCHEMES = frozenset({"file", "http", "https", "s3", "gs", "az", "abfs", "hf"})
-
-#: GDAL virtual file systems naming objects of a store -> the URL prefix they stand for.
-#: ``_streaming`` variants read the same objects (GDAL's streaming is an access hint).
-VSI_STORES = {"vsis3": "s3://", "vsigs": "gs://", "vsiaz": "az://", "vsiadls": "abfs://",
-              "vsihf": "hf://", "vsioss": "oss://", "vsiswift": "swift://",
-              "vsihdfs": "hdfs://"}
-#: ``/vsicurl/`` takes the URL itself after the prefix.
-VSI_CURL = "vsicurl"
-#: GDAL's (and Karu's) other virtual file systems: in-process memory, archives, byte
-#: slices, encryption, stdin. None names an object by URL, so none is read.
-VSI_REFUSED = frozenset({"vsimem", "vsizip", "vsigzip", "vsitar", "vsi7z", "vsirar",
-                         "vsistdin", "vsistdout", "vsisubfile", "vsisparse", "vsicrypt",
-                         "vsicached", "vsiwebhdfs", "vsisource"})
+from rumi_xarray.sources.redact import redact
+from rumi_xarray.sources.schemes import (
+    NATIVE_SCHEMES,
+    VSI_CURL,
+    VSI_REFUSED,
+    VSI_STORES,
+    written_as_url,
+)
 
 #: ``/vsiNAME/`` or ``/vsiNAME_streaming/`` at the start of a path.
 _VSI = re.compile(r"/(vsi[a-z0-9]*?)(_streaming)?/")
@@ -143,23 +136,6 @@ def locate(obj: Any) -> Source:
     return locate_text(path)
 
 
-def written_as_url(text: str) -> bool:
-    """Return whether ``text`` is written as a URL (``scheme://...``), whatever it names.
-
-    The syntax test behind :func:`locate`, for code that parses text rather
-    than opening it (redaction, globbing).
-
-    Parameters
-    ----------
-    text : str
-
-    Returns
-    -------
-    bool
-    """
-    return "://" in text
-
-
 def locate_text(text: str) -> Source:
     """Return where the path or URL ``text`` lives (:func:`locate` for strings).
 
@@ -214,16 +190,9 @@ def _vsi_url(text: str) -> str | None:
 def _unsupported(path: str, why: str) -> RumiUnsupportedError:
     read = ", ".join(f"/{name}/" for name in (VSI_CURL, *VSI_STORES))
     err = RumiUnsupportedError(
-        f"{_shown(path)}: {why}. Pass a local path, a URL (http(s)://, s3://, gs://, "
+        f"{redact(path)}: {why}. Pass a local path, a URL (http(s)://, s3://, gs://, "
         f"az://, abfs://, hf://, or any URL fsspec reads, such as zip:// or memory://), "
         f"the file's bytes or an open file object (GDAL's {read} paths are read as the "
         f"URLs they name)")
-    err.source = _shown(path)
+    err.source = redact(path)
     return err
-
-
-def _shown(path: str) -> str:
-    # Imported here: redact reads this module's table of GDAL prefixes.
-    from rumi_xarray.sources.redact import redact
-
-    return redact(path)

@@ -12,11 +12,11 @@ from __future__ import annotations
 import re
 from urllib.parse import urlsplit, urlunsplit
 
-from rumi_xarray.sources.location import VSI_CURL, VSI_STORES, written_as_url
+from rumi_xarray.sources.schemes import VSI_CURL, VSI_STORES, written_as_url
 
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s'\"<>]+")
 #: GDAL virtual file system prefixes librumi's transport uses -> URL schemes (the
-#: same table :func:`~rumi_xarray.sources.location.locate` reads them by).
+#: same table table :func:`~rumi_xarray.sources.location.locate` maps them by).
 _VSI_PATH = re.compile(r"/(" + "|".join(VSI_STORES) + r")(?:_streaming)?/(?=\S)")
 _VSICURL = re.compile(r"/" + VSI_CURL + r"(?:_streaming)?/(?=[A-Za-z][A-Za-z0-9+.\-]*://)")
 #: An S3-style XML error document: keep its code and message.

@@ -33,7 +33,8 @@ from rumi_xarray.conventions.bands import BandLabels
 from rumi_xarray.conventions.georef import shift_half_pixel
 from rumi_xarray.errors import RumiCatalogError, RumiCatalogKeyError, RumiSourceTypeError
 from rumi_xarray.model.grid import Grid
-from rumi_xarray.sources.location import locate, written_as_url
+from rumi_xarray.sources.location import locate
+from rumi_xarray.sources.schemes import written_as_url
 from rumi_xarray.stac import items as out
 
 __all__ = ["StacSource", "catalog_table", "item_dicts", "parse_items"]

@@ -77,44 +77,51 @@ def test_path_likes_are_local_paths(tmp_path):
     assert locate(Path("/vsis3/bucket/key")).target == "s3://bucket/key"
 
 
-@pytest.mark.parametrize("url, kind, scheme", [
-    ("https://example.org/a.rumi", "native", "https"),
-    ("http://127.0.0.1:8000/a.rumi?X-Amz-Signature=abc", "native", "http"),
-    ("s3://bucket/key.rumi", "native", "s3"),
-    ("S3://bucket/key.rumi", "native", "s3"),
-    ("gs://bucket/key.rumi", "native", "gs"),
-    ("az://container/blob.rumi", "native", "az"),
-    ("abfs://container/blob.rumi", "native", "abfs"),
-    ("hf://owner/name/a.rumi", "native", "hf"),
-    ("file:///data/a.rumi", "native", "file"),
-    ("memory://a.rumi", "fsspec", "memory"),
-    ("zip://a.rumi::file:///data/x.zip", "fsspec", "zip"),
-    ("simplecache::s3://bucket/key.rumi", "fsspec", "simplecache"),
-    ("ftp://host/a.rumi", "fsspec", "ftp"),
-])
-def test_urls_say_who_reads_them(url, kind, scheme):
-    where = locate(url)
-    assert where == Source(kind, url, scheme, url)
+#: (what the user typed, who reads it, the URL it is; None: the URL as typed)
+URLS = [
+    ("https://example.org/a.rumi", "native", None),
+    ("http://127.0.0.1:8000/a.rumi?X-Amz-Signature=abc", "native", None),
+    ("s3://bucket/key.rumi", "native", None),
+    ("gs://bucket/key.rumi", "native", None),
+    ("az://container/blob.rumi", "native", None),
+    ("abfs://container/blob.rumi", "native", None),
+    ("hf://owner/name/a.rumi", "native", None),
+    ("file:///data/a.rumi", "native", None),
+    ("memory://a.rumi", "fsspec", None),
+    ("ftp://host/a.rumi", "fsspec", None),
+    # GDAL virtual paths: the URLs they name.
+    ("/vsicurl/https://example.org/a.rumi", "native", "https://example.org/a.rumi"),
+    ("/vsicurl/http://127.0.0.1:9/a.rumi?sig=x", "native", "http://127.0.0.1:9/a.rumi?sig=x"),
+    ("/vsicurl_streaming/https://h/a.rumi", "native", "https://h/a.rumi"),
+    ("/vsis3/bucket/dir/key.rumi", "native", "s3://bucket/dir/key.rumi"),
+    ("/vsis3_streaming/bucket/key.rumi", "native", "s3://bucket/key.rumi"),
+    ("/vsigs/bucket/key.rumi", "native", "gs://bucket/key.rumi"),
+    ("/vsiaz/container/blob.rumi", "native", "az://container/blob.rumi"),
+    ("/vsiadls/container/blob.rumi", "native", "abfs://container/blob.rumi"),
+    ("/vsihf/owner/name/a.rumi", "native", "hf://owner/name/a.rumi"),
+    ("/vsioss/bucket/key.rumi", "fsspec", "oss://bucket/key.rumi"),
+    ("/vsiswift/container/key.rumi", "fsspec", "swift://container/key.rumi"),
+    ("/vsihdfs/user/a.rumi", "fsspec", "hdfs://user/a.rumi"),
+]
+
+
+@pytest.mark.parametrize("typed, kind, url", URLS)
+def test_urls_say_who_reads_them(typed, kind, url):
+    url = url or typed
+    where = locate(typed)
+    assert where == Source(kind, url, url.split("://", 1)[0], typed)
     assert where.url and not where.local
-    assert (where.kind == "native") == (scheme in NATIVE_SCHEMES and "::" not in url)
+    assert (kind == "native") == (url.split("://", 1)[0] in NATIVE_SCHEMES)
 
 
-@pytest.mark.parametrize("vsi, url, kind", [
-    ("/vsicurl/https://example.org/a.rumi", "https://example.org/a.rumi", "native"),
-    ("/vsicurl/http://127.0.0.1:9/a.rumi?sig=x", "http://127.0.0.1:9/a.rumi?sig=x", "native"),
-    ("/vsicurl_streaming/https://h/a.rumi", "https://h/a.rumi", "native"),
-    ("/vsis3/bucket/dir/key.rumi", "s3://bucket/dir/key.rumi", "native"),
-    ("/vsis3_streaming/bucket/key.rumi", "s3://bucket/key.rumi", "native"),
-    ("/vsigs/bucket/key.rumi", "gs://bucket/key.rumi", "native"),
-    ("/vsiaz/container/blob.rumi", "az://container/blob.rumi", "native"),
-    ("/vsiadls/container/blob.rumi", "abfs://container/blob.rumi", "native"),
-    ("/vsihf/owner/name/a.rumi", "hf://owner/name/a.rumi", "native"),
-    ("/vsioss/bucket/key.rumi", "oss://bucket/key.rumi", "fsspec"),
-    ("/vsiswift/container/key.rumi", "swift://container/key.rumi", "fsspec"),
-    ("/vsihdfs/user/a.rumi", "hdfs://user/a.rumi", "fsspec"),
+@pytest.mark.parametrize("typed, scheme", [
+    ("S3://bucket/key.rumi", "s3"),
+    ("zip://a.rumi::file:///data/x.zip", "zip"),
+    ("simplecache::s3://bucket/key.rumi", "simplecache"),
 ])
-def test_gdal_virtual_paths_are_the_urls_they_name(vsi, url, kind):
-    assert locate(vsi) == Source(kind, url, url.split("://", 1)[0], vsi)
+def test_schemes_are_lower_case_and_chains_go_to_fsspec(typed, scheme):
+    kind = "fsspec" if "::" in typed else "native"
+    assert locate(typed) == Source(kind, typed, scheme, typed)
 
 
 @pytest.mark.parametrize("path, why", [

@@ -23,8 +23,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from rumi_xarray.errors import RumiSourceTypeError, RumiUnsupportedError
 from rumi_xarray.sources.redact import redact
@@ -42,9 +41,11 @@ _VSI = re.compile(r"/(vsi[a-z0-9]*?)(_streaming)?/")
 Kind = Literal["local", "native", "fsspec", "bytes", "file"]
 
 
-@dataclass(frozen=True)
-class Source:
-    """Where one source lives, and what to hand the reader that reaches it.
+class Source(NamedTuple):
+    """Where one source lives, and what to hand the reader that reaches it (immutable).
+
+    A named tuple rather than a frozen dataclass: it is built for every source
+    of a catalog, and a tuple is built several times faster.
 
     Parameters
     ----------
@@ -112,6 +113,8 @@ def locate(obj: Any) -> Source:
         (``/vsimem/``, ``/vsizip/``...), or ``/vsicurl/`` of something that is
         not an ``http(s)`` URL.
     """
+    if type(obj) is str:  # the common case, first: catalogs locate every row
+        return locate_text(obj)
     carried = getattr(obj, "location", None)
     if isinstance(carried, Source):
         return carried
@@ -170,7 +173,7 @@ def _url(url: str, given: str) -> Source:
 
 def _vsi_url(text: str) -> str | None:
     """Return the URL a GDAL virtual path stands for; ``None`` for anything else."""
-    match = _VSI.match(text)
+    match = _VSI.match(text) if text.startswith("/vsi") else None
     if match is None:
         return None
     name, rest = match.group(1), text[match.end():]

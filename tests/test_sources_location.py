@@ -10,6 +10,7 @@ compare them with ``rumi.read`` of the local file.
 from __future__ import annotations
 
 import io
+import json
 import os
 import pickle
 from pathlib import Path, PurePosixPath
@@ -309,3 +310,18 @@ def test_writes_refuse_vsi_paths_as_they_refuse_urls(tmp_path):
     for target in ("/vsis3/bucket/a.rumi", "/vsimem/a.rumi", "s3://bucket/a.rumi"):
         with pytest.raises(rx.RumiWriteValueError, match="Rumi writes local files"):
             rx.write_array(target, data, bands=["b"], time=["2024-01-01"])
+
+
+def test_vsicurl_stac_file_with_relative_hrefs(http_server, remote_dir):
+    # A GeoJSON ItemCollection served over HTTP, its asset href relative to it: the
+    # href resolves against the URL the /vsicurl/ path names.
+    (item,) = rx.to_stac([remote_dir / "a.rumi"])
+    plain = item.to_dict(transform_hrefs=False)
+    plain["assets"]["data"]["href"] = "a.rumi"
+    (remote_dir / "vsi-items.json").write_text(
+        json.dumps({"type": "FeatureCollection", "features": [plain]}))
+    ds = rx.open_stac(f"/vsicurl/{http_server.url('vsi-items.json')}", chunks={},
+                      band_as_variable=False)
+    (name,) = ds.data_vars
+    np.testing.assert_array_equal(ds[name].values, expected(remote_dir / "a.rumi"))
+    assert http_server.requests("a.rumi")

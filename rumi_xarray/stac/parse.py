@@ -226,17 +226,19 @@ def _is_arrow_table(obj: Any) -> bool:
 def _from_file(path: str, search: Mapping[str, Any]) -> list[dict[str, Any]]:
     lowered = path.split("?", 1)[0].lower()
     where = locate(path)
+    # A GDAL virtual path is opened as the URL it names.
+    opened = where.target if where.url and where.target else path
     if lowered.endswith(tuple(_suffixes())) or (where.local and os.path.isdir(path)):
         from rumi_xarray.stac.geoparquet import read_geoparquet
 
-        return read_geoparquet(path, **search)
+        return read_geoparquet(opened, **search)
     if lowered.endswith((".json", ".geojson")):
         import fsspec
 
-        with fsspec.open(path, "rt", encoding="utf-8") as f:
+        with fsspec.open(opened, "rt", encoding="utf-8") as f:
             content = json.load(f)
         found = item_dicts(content, {k: v for k, v in search.items() if k != "bbox"})
-        base = where.target if where.url and where.target else os.path.abspath(path)
+        base = opened if where.url else os.path.abspath(path)
         for item in found:
             for asset in (item.get("assets") or {}).values():
                 href = asset.get("href")

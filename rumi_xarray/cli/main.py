@@ -79,7 +79,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG} {args.command}: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:
-        if debug:
+        # A usage error is no failure to debug: no traceback, even with --debug.
+        if debug and not isinstance(exc, UsageError):
             raise
         print(f"{PROG} {args.command}: error: {_one_line(exc)}", file=sys.stderr)
         return 2 if isinstance(exc, UsageError) else 1

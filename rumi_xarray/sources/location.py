@@ -15,8 +15,8 @@ refused with :class:`~rumi_xarray.errors.RumiUnsupportedError`, naming the path
 and what to pass instead. The tables of schemes and prefixes are in
 :mod:`rumi_xarray.sources.schemes`.
 
-Pure standard library (``model/`` may use it): nothing here opens a file or
-the network.
+Standard library only, as are the modules it imports (``errors``, ``redact``,
+``schemes``), so ``model/`` may use it; nothing here opens a file or the network.
 """
 
 from __future__ import annotations

@@ -26,6 +26,7 @@ from rumi_xarray.errors import RumiCatalogError, RumiFileNotFoundError, os_error
 from rumi_xarray.model.grid import Grid
 from rumi_xarray.native import reads
 from rumi_xarray.sources import resolve
+from rumi_xarray.sources.location import locate
 from rumi_xarray.sources.redact import redact
 from rumi_xarray.sources.transport import FsspecSource
 
@@ -44,20 +45,23 @@ def _expand(sources_: str | os.PathLike[str] | Sequence[Any],
     out: list[str] = []
     for item in items:
         text = os.fspath(item) if isinstance(item, os.PathLike) else item
-        if isinstance(text, str) and any(ch in _glob_part(text) for ch in "*?["):
-            out.extend(_glob(text, storage_options))
+        where = locate(text) if isinstance(text, str) else None
+        if where is not None and any(ch in _glob_part(text, where.url) for ch in "*?["):
+            # A GDAL virtual path is globbed as the URL it names.
+            out.extend(_glob(where.target if where.url and where.target else text,
+                             storage_options))
         else:
             out.append(text)
     return out
 
 
-def _glob_part(text: str) -> str:
+def _glob_part(text: str, url: bool) -> str:
     """Return the part of a source that may hold a glob pattern.
 
     A URL's query and fragment cannot: ``?`` there starts a signed query
     string, not a one-character wildcard.
     """
-    if "://" not in text:
+    if not url:
         return text
     return text.split("?", 1)[0].split("#", 1)[0]
 

@@ -10,18 +10,18 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from rumi_xarray.cli.common import CommandError, human_size
+from rumi_xarray.cli.common import CommandError, add_command, human_size
+from rumi_xarray.sources.location import locate
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
     """Add the ``info`` subcommand to the parser."""
-    info = commands.add_parser(
-        "info", parents=[common], help="describe a Rumi file or URL",
+    info = add_command(
+        commands, common, "info", run, help="describe a Rumi file or URL",
         description="Print dimensions, coordinates, CRS, transform, frame layout, tile size, "
                     "frame count, file size and compression ratio of a Rumi file.")
     info.add_argument("source", metavar="PATH_OR_URL")
     info.add_argument("--json", action="store_true", help="print one JSON object instead")
-    info.set_defaults(run=run)
 
 
 def describe(source: str) -> dict[str, Any]:
@@ -52,7 +52,8 @@ def describe(source: str) -> dict[str, Any]:
     from rumi_xarray.model.grid import Grid
     from rumi_xarray.native import reads
 
-    if "://" not in source and not os.path.exists(source):
+    local = locate(source).local
+    if local and not os.path.exists(source):
         raise CommandError(f"{source}: no such file")
     scene, meta = open_scene(source)
     grid = Grid.from_metadata(meta)
@@ -67,7 +68,7 @@ def describe(source: str) -> dict[str, Any]:
     frame_bytes = sum(length for _, length in reads.plan_ranges(
         scene, None, None, 0, 0, grid.height, grid.width))
     decoded = int(np.prod(var.shape)) * grid.dtype.itemsize
-    file_bytes = os.path.getsize(source) if "://" not in source else None
+    file_bytes = os.path.getsize(source) if local else None
     epsg = labels.crs if labels.georeferenced else None
     corner = (None if not labels.georeferenced or labels.transform is None
               else georef.corner_transform(labels.transform, bool(labels.pixel_is_point)))
@@ -177,16 +178,7 @@ def format_info(facts: dict[str, Any]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``rumi-xarray info``.
-
-    Parameters
-    ----------
-    args : argparse.Namespace
-
-    Returns
-    -------
-    int
-    """
+    """Run ``rumi-xarray info``; return the exit code."""
     facts = describe(args.source)
     print(json.dumps(facts, indent=2) if args.json else format_info(facts))
     return 0

@@ -33,6 +33,8 @@ from rumi_xarray.conventions.bands import BandCoords
 from rumi_xarray.conventions.georef import shift_half_pixel
 from rumi_xarray.errors import RumiCatalogError, RumiCatalogKeyError, RumiSourceTypeError
 from rumi_xarray.model.grid import Grid
+from rumi_xarray.sources.location import locate
+from rumi_xarray.sources.schemes import written_as_url
 from rumi_xarray.stac import items as out
 
 __all__ = ["StacSource", "catalog_table", "item_dicts", "parse_items"]
@@ -223,17 +225,20 @@ def _is_arrow_table(obj: Any) -> bool:
 
 def _from_file(path: str, search: Mapping[str, Any]) -> list[dict[str, Any]]:
     lowered = path.split("?", 1)[0].lower()
-    if lowered.endswith(tuple(_suffixes())) or (os.path.isdir(path) and "://" not in path):
+    where = locate(path)
+    # A GDAL virtual path is opened as the URL it names.
+    opened = where.target if where.url and where.target else path
+    if lowered.endswith(tuple(_suffixes())) or (where.local and os.path.isdir(path)):
         from rumi_xarray.stac.geoparquet import read_geoparquet
 
-        return read_geoparquet(path, **search)
+        return read_geoparquet(opened, **search)
     if lowered.endswith((".json", ".geojson")):
         import fsspec
 
-        with fsspec.open(path, "rt", encoding="utf-8") as f:
+        with fsspec.open(opened, "rt", encoding="utf-8") as f:
             content = json.load(f)
         found = item_dicts(content, {k: v for k, v in search.items() if k != "bbox"})
-        base = path if "://" in path else os.path.abspath(path)
+        base = opened if where.url else os.path.abspath(path)
         for item in found:
             for asset in (item.get("assets") or {}).values():
                 href = asset.get("href")
@@ -276,7 +281,8 @@ def _with_absolute_hrefs(item: dict[str, Any]) -> dict[str, Any]:
 
 
 def _absolute(href: str) -> bool:
-    return "://" in href or os.path.isabs(href)
+    # Syntax only: an href is not opened here (a GDAL virtual path is absolute too).
+    return written_as_url(href) or os.path.isabs(href)
 
 
 # --- Item dictionaries -> sources -----------------------------------------------------

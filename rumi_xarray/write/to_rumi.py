@@ -30,6 +30,7 @@ from rumi_xarray import progress as progress_bars
 from rumi_xarray.conventions import cf
 from rumi_xarray.errors import (
     RumiError,
+    RumiUnsupportedError,
     RumiWriteError,
     RumiWriteTypeError,
     RumiWriteValueError,
@@ -48,6 +49,7 @@ from rumi_xarray.native.frames import (
     frame_chunks,
     frame_specs,
 )
+from rumi_xarray.sources.location import locate
 from rumi_xarray.write.atomic import atomic_path
 from rumi_xarray.write.prepare import prepare
 
@@ -210,9 +212,16 @@ def _target(path: str | os.PathLike[str]) -> str:
     target = os.fspath(path)
     if isinstance(target, bytes):
         target = os.fsdecode(target)
-    if "://" in target:
+    if not _local(target):
         raise ValueError(f"{target}: Rumi writes local files; write locally, then upload")
     return target
+
+
+def _local(target: str) -> bool:
+    try:
+        return locate(target).local
+    except RumiUnsupportedError:  # /vsimem/, /vsizip/...: not a local file either
+        return False
 
 
 def _pattern(target: str, frame: str, pattern: str | None) -> str:

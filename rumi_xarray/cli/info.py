@@ -47,7 +47,8 @@ def describe(source: str) -> dict[str, Any]:
     """
     from rumi_xarray.backend import dataset
     from rumi_xarray.backend.open import open_scene
-    from rumi_xarray.conventions import cf, georef
+    from rumi_xarray.conventions import georef
+    from rumi_xarray.conventions.sidecar import read_sidecar
     from rumi_xarray.model.cube import Cube
     from rumi_xarray.model.grid import Grid
     from rumi_xarray.native import reads
@@ -57,10 +58,10 @@ def describe(source: str) -> dict[str, Any]:
     scene, meta = open_scene(source)
     grid = Grid.from_metadata(meta)
     labels = dataset.Labels.from_metadata(meta, scene.name)
-    facts = cf.read_sidecar(scene.source)
+    found = read_sidecar(scene.source)
     # The sidecar completes a CRS the format cannot hold (WKT2, and its grid).
     transform, crs, point = georef.with_sidecar(labels.transform, labels.crs,
-                                                labels.pixel_is_point, dict(facts), scene.name)
+                                                labels.pixel_is_point, found.georef(), scene.name)
     labels = dataset.Labels(labels.bands, labels.seconds, labels.bounds, transform, crs, point)
     ds = dataset.build(Cube.single(scene, grid), labels)
     var = ds["band_data"]
@@ -82,10 +83,10 @@ def describe(source: str) -> dict[str, Any]:
         "crs_name": None if epsg is None else _crs_name(epsg),
         "transform": None if corner is None else list(corner),
         "pixel_is_point": bool(labels.pixel_is_point) and labels.georeferenced,
-        "nodata": facts.get("nodata"),
-        "scale_factor": facts.get("scale_factor"),
-        "add_offset": facts.get("add_offset"),
-        "units": facts.get("units"),
+        "nodata": found.facts.nodata,
+        "scale_factor": found.facts.scale,
+        "add_offset": found.facts.offset,
+        "units": found.facts.units,
         "frame_layout": str(meta.frame_layout),
         "index_order": list(meta.index_order),
         "tile": [int(v) for v in meta.tile],

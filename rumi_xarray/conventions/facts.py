@@ -344,21 +344,6 @@ class Facts:
         """Return the known facts by JSON name (for messages)."""
         return {k: v for k, v in self.to_columns().items() if v is not None}
 
-    def differences(self, other: Facts) -> list[str]:
-        """Return ``"<column> <mine> != <other's>"`` for every fact that differs.
-
-        Parameters
-        ----------
-        other : Facts
-
-        Returns
-        -------
-        list of str
-        """
-        mine, theirs = self.to_columns(), other.to_columns()
-        return [f"{key} {mine[key]!r} != {theirs[key]!r}" for key in COLUMNS
-                if Facts(**{_FIELDS[key]: mine[key]}) != Facts(**{_FIELDS[key]: theirs[key]})]
-
     # --- the decoded type ------------------------------------------------------------
 
     def decoded_type(self, dtype: Any) -> np.dtype:

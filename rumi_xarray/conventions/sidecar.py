@@ -18,6 +18,7 @@ A sidecar is strict JSON: ``{"format": "rumi-xarray-sidecar", "version": 1,
 from __future__ import annotations
 
 import json
+import math
 import os
 import secrets
 import warnings
@@ -150,11 +151,15 @@ class Sidecar:
         -------
         list of str
         """
-        out = self.facts.differences(other.facts)
-        mine, theirs = self.georef(), other.georef()
-        out += [f"{k} {mine.get(k)!r} != {theirs.get(k)!r}" for k in GEOREF_FACTS
-                if mine.get(k) != theirs.get(k)]
-        return out
+        mine, theirs = self.to_columns(), other.to_columns()
+        return [f"{k} {mine[k]!r} != {theirs[k]!r}" for k in COLUMNS
+                if not _same(mine[k], theirs[k])]
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Return whether two column values are the same fact (NaN is NaN)."""
+    return a == b or (isinstance(a, float) and isinstance(b, float)
+                      and math.isnan(a) and math.isnan(b))
 
 
 def _georef(content: Mapping[Any, Any] | pd.Series) -> tuple[str | None, str | None]:

@@ -62,7 +62,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rumi_xarray.conventions.bands import BandLabels
+from rumi_xarray.conventions.bands import BandLabels, first_repeat
 from rumi_xarray.conventions.facts import Facts
 from rumi_xarray.conventions.georef import (
     corner_transform,
@@ -174,14 +174,11 @@ def _ids(table: pd.DataFrame, ids: Sequence[str] | Callable[[str], str] | None) 
         names = [str(i) for i in ids]
         if len(names) != len(paths):
             raise RumiCatalogError(f"ids has {len(names)} entries for {len(paths)} files")
-    seen: dict[str, int] = {}
-    for i, name in enumerate(names):
-        if name in seen:
-            raise RumiCatalogError(
-                f"catalog rows {seen[name]} ({source_name(paths[seen[name]])}) and {i} "
-                f"({source_name(paths[i])}) would both be STAC item {name!r}; pass ids=[...] "
-                f"or ids=callable to name them")
-        seen[name] = i
+    pair = first_repeat(names)
+    if pair is not None:
+        first, again = (f"{i} ({source_name(paths[i])})" for i in pair)
+        raise RumiCatalogError(f"catalog rows {first} and {again} would both be STAC item "
+                               f"{names[pair[1]]!r}; pass ids=[...] or ids=callable to name them")
     return names
 
 

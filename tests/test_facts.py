@@ -131,6 +131,17 @@ def test_sidecar_json(files, name, dtype, nodata, in_json, in_stac) -> None:
     check_decoded(decoded.values, data, nodata)
 
 
+def test_info_json_is_strict(files, capsys: pytest.CaptureFixture[str]) -> None:
+    from rumi_xarray.cli.main import main
+
+    for name, *_, in_json, _ in CASES:
+        assert main(["info", "--json", os.fspath(files[name][0])]) == 0
+        described = strict_json(capsys.readouterr().out)
+        assert same(described["nodata"], in_json)
+    assert main(["info", os.fspath(files["float-minus-inf"][0])]) == 0
+    assert "nodata -inf  (from the sidecar)" in capsys.readouterr().out
+
+
 def test_catalog_columns(files, tmp_path: Path) -> None:
     table = rx.catalog([files[c[0]][0] for c in CASES])
     table.to_parquet(tmp_path / "cat.parquet")

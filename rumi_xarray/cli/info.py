@@ -41,7 +41,8 @@ def describe(source: str) -> dict[str, Any]:
         ``transform`` (corner, rasterio order),
         ``pixel_is_point``, ``frame_layout``, ``index_order``, ``tile``,
         ``frames``, ``decoded_bytes``, ``frame_bytes`` (compressed frames),
-        ``nodata``, ``scale_factor``, ``add_offset``, ``units`` (sidecar),
+        ``nodata``, ``scale_factor``, ``add_offset``, ``units`` (sidecar; as
+        strict JSON spells them, NaN and infinities as ``"nan"``, ``"inf"``...),
         ``file_bytes`` (None when unknown, e.g. for URLs) and ``ratio``
         (decoded bytes over file bytes, or over frame bytes without a size).
     """
@@ -59,6 +60,7 @@ def describe(source: str) -> dict[str, Any]:
     grid = Grid.from_metadata(meta)
     labels = dataset.Labels.from_metadata(meta, scene.name)
     found = read_sidecar(scene.source)
+    spelled = found.facts.to_json()
     # The sidecar completes a CRS the format cannot hold (WKT2, and its grid).
     transform, crs, point = georef.with_sidecar(labels.transform, labels.crs,
                                                 labels.pixel_is_point, found.georef(), scene.name)
@@ -83,10 +85,7 @@ def describe(source: str) -> dict[str, Any]:
         "crs_name": None if epsg is None else _crs_name(epsg),
         "transform": None if corner is None else list(corner),
         "pixel_is_point": bool(labels.pixel_is_point) and labels.georeferenced,
-        "nodata": found.facts.nodata,
-        "scale_factor": found.facts.scale,
-        "add_offset": found.facts.offset,
-        "units": found.facts.units,
+        **{k: spelled.get(k) for k in ("nodata", "scale_factor", "add_offset", "units")},
         "frame_layout": str(meta.frame_layout),
         "index_order": list(meta.index_order),
         "tile": [int(v) for v in meta.tile],

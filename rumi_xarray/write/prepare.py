@@ -48,7 +48,7 @@ class Prepared:
     crs : int or None
         EPSG code.
     pixel_is_point : bool
-    facts : Sidecar
+    sidecar : Sidecar
         Nodata, scale, offset, units and decoded type
         (:func:`rumi_xarray.write.packing.encode`), and the georeferencing
         the format cannot hold, for the sidecar.
@@ -60,7 +60,7 @@ class Prepared:
     transform: tuple[float, ...] | None
     crs: int | None
     pixel_is_point: bool
-    facts: Sidecar
+    sidecar: Sidecar
 
 
 def prepare(obj: xr.DataArray | xr.Dataset, where: str = "<to_rumi>", *,
@@ -122,7 +122,7 @@ def prepare(obj: xr.DataArray | xr.Dataset, where: str = "<to_rumi>", *,
     grid = georef.georeference(da, ds, where, crs)
     return Prepared(data=da, bands=bands, time=labels, transform=grid.transform, crs=grid.epsg,
                     pixel_is_point=grid.pixel_is_point,
-                    facts=Sidecar(encoded.facts, **grid.facts))
+                    sidecar=Sidecar(encoded.facts, **grid.facts))
 
 
 # --- which variable -------------------------------------------------------------

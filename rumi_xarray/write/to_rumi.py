@@ -418,12 +418,12 @@ def to_rumi(obj: xr.DataArray | xr.Dataset, path: str | os.PathLike[str], *,
                            chunks=frame_chunks(pattern, tile_size, WRITE_BLOCK_PIXELS),
                            encode_cf=encode_cf, dtype=dtype, masks=masks)
     data = prepared.data.data
-    facts = prepared.facts.facts
+    facts = prepared.sidecar.facts
     return write_array(target, data, bands=prepared.bands, time=prepared.time,
                        transform=prepared.transform, crs=prepared.crs,
                        pixel_is_point=prepared.pixel_is_point, tile_size=tile_size,
                        codec=codec, error=error, pattern=pattern, progress=progress,
                        nodata=facts.nodata, scale_factor=facts.scale, add_offset=facts.offset,
                        units=facts.units, decoded_dtype=facts.decoded_dtype,
-                       crs_wkt=prepared.facts.crs_wkt,
-                       geotransform=prepared.facts.geotransform)
+                       crs_wkt=prepared.sidecar.crs_wkt,
+                       geotransform=prepared.sidecar.geotransform)

@@ -313,10 +313,12 @@ def test_json_round_trip(f: Facts) -> None:
 def test_columns_round_trip_through_arrow(f: Facts, dtype: str) -> None:
     table = pa.Table.from_pandas(pd.DataFrame([f.to_columns()]))
     back = Facts.from_columns(table.to_pandas().iloc[0], dtype)
-    nodata = f.nodata
-    if isinstance(nodata, float) and math.isnan(nodata) and np.dtype(dtype).kind != "f":
-        nodata = None  # integer samples cannot hold NaN: a NaN column value is a null
-    assert back == Facts(nodata, f.scale, f.offset, f.units, f.decoded_dtype)
+    def null(value: Any) -> Any:  # a NaN in a float column is a null
+        return None if isinstance(value, float) and math.isnan(value) else value
+
+    # ...except a NaN nodata of floating-point samples, which is a NaN nodata
+    nodata = f.nodata if np.dtype(dtype).kind == "f" else null(f.nodata)
+    assert back == Facts(nodata, null(f.scale), null(f.offset), f.units, f.decoded_dtype)
 
 
 @settings(max_examples=200, deadline=None)

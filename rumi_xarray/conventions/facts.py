@@ -88,6 +88,8 @@ def _number(value: Any, *, exact: bool = False) -> int | float:
     ValueError
         Not a number.
     """
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value.item()
     if isinstance(value, str):
         known = _NON_FINITE.get(value.strip().lower())
         return known if known is not None else float(value)

@@ -332,3 +332,35 @@ def test_raster_band_round_trip(f: Facts, dtype: str) -> None:
         assert band["nodata"] in ("nan", "inf", "-inf")
     back = Facts.from_raster_bands([band, band], dtype)
     assert back == Facts(f.nodata, f.scale, f.offset, f.units)  # no decoded dtype in STAC
+
+
+def test_catalog_index_compares_facts_by_meaning(tmp_path: Path) -> None:
+    """A task checks each scene's sidecar columns against the reference row's.
+
+    An integer file without nodata is a null in one Parquet file and a NaN in
+    another (a float column spells null so): the same fact, so they stack; a
+    nodata that differs is refused naming the row and the column.
+    """
+    data = written("int16", None, 1)
+    paths = []
+    for day in (1, 2, 3):
+        path = tmp_path / f"d{day}.rumi"
+        write_array(path, data, bands=["a", "b"], time=[f"2024-05-0{day}"],
+                    transform=TRANSFORM, crs=EPSG, tile_size=8, progress=False,
+                    nodata=-9999 if day == 3 else None)
+        paths.append(path)
+    folder = tmp_path / "cat"
+    folder.mkdir()
+    first = rx.catalog(paths[:1])
+    assert first["nodata"].isna().all() and first["nodata"].dtype == object
+    first.to_parquet(folder / "a.parquet")
+    second = rx.catalog(paths[1:2]).assign(nodata=np.nan)
+    assert second["nodata"].dtype == np.float64
+    second.to_parquet(folder / "b.parquet")
+    cube = rx.open_catalog(folder, chunks={}, mask_and_scale=False).band_data
+    np.testing.assert_array_equal(cube.values, np.concatenate([data, data]))
+    assert "_FillValue" not in cube.attrs
+    # (a float column, as the other files': Parquet does not merge int64 with double)
+    rx.catalog(paths[2:]).astype({"nodata": float}).to_parquet(folder / "c.parquet")
+    with pytest.raises(rx.RumiCatalogError, match=r"d3\.rumi.*nodata -9999\.0 != None"):
+        rx.open_catalog(folder, chunks={}, mask_and_scale=False).band_data.compute()

@@ -236,7 +236,7 @@ def _has_time(obj: xr.Dataset | xr.DataArray, time_dim: str) -> bool:
 def run(args: argparse.Namespace) -> int:
     """Run ``rumi-xarray convert``; return the exit code."""
     from rumi_xarray import options
-    from rumi_xarray.conventions import cf
+    from rumi_xarray.conventions.sidecar import read_sidecar
     from rumi_xarray.native.reads import header_info
     from rumi_xarray.write.to_rumi import to_rumi
 
@@ -271,9 +271,9 @@ def run(args: argparse.Namespace) -> int:
     shape = tuple(int(v) for v in meta.shape)
     decoded = int(np.prod(shape)) * int(meta.dtype.itemsize)
     size = os.path.getsize(args.destination)
-    facts = cf.read_sidecar(args.destination)
+    facts = read_sidecar(args.destination).facts.to_columns()
     values = "".join(f", {k} {facts[k]}" for k in ("nodata", "scale_factor", "add_offset",
-                                                    "units") if k in facts)
+                                                    "units") if facts[k] is not None)
     print(f"{args.destination}: {' x '.join(map(str, shape))} {meta.dtype.name}, "
           f"{meta.frames} frames, {human_size(size)} (ratio {decoded / size:.2f}), "
           f"{time.perf_counter() - started:.1f} s{values}")

@@ -41,13 +41,15 @@ def describe(source: str) -> dict[str, Any]:
         ``transform`` (corner, rasterio order),
         ``pixel_is_point``, ``frame_layout``, ``index_order``, ``tile``,
         ``frames``, ``decoded_bytes``, ``frame_bytes`` (compressed frames),
-        ``nodata``, ``scale_factor``, ``add_offset``, ``units`` (sidecar),
+        ``nodata``, ``scale_factor``, ``add_offset``, ``units`` (sidecar; as
+        strict JSON spells them, NaN and infinities as ``"nan"``, ``"inf"``...),
         ``file_bytes`` (None when unknown, e.g. for URLs) and ``ratio``
         (decoded bytes over file bytes, or over frame bytes without a size).
     """
     from rumi_xarray.backend import dataset
     from rumi_xarray.backend.open import open_scene
-    from rumi_xarray.conventions import cf, georef
+    from rumi_xarray.conventions import georef
+    from rumi_xarray.conventions.sidecar import read_sidecar
     from rumi_xarray.model.cube import Cube
     from rumi_xarray.model.grid import Grid
     from rumi_xarray.native import reads
@@ -58,10 +60,11 @@ def describe(source: str) -> dict[str, Any]:
     scene, meta = open_scene(source)
     grid = Grid.from_metadata(meta)
     labels = dataset.CubeLabels.from_metadata(meta, scene.name)
-    facts = cf.read_sidecar(scene.source)
+    found = read_sidecar(scene.source)
+    spelled = found.facts.to_json()
     # The sidecar completes a CRS the format cannot hold (WKT2, and its grid).
     transform, crs, point = georef.with_sidecar(labels.transform, labels.crs,
-                                                labels.pixel_is_point, dict(facts), scene.name)
+                                                labels.pixel_is_point, found.georef(), scene.name)
     labels = dataset.CubeLabels(labels.bands, labels.seconds, labels.bounds, transform, crs, point)
     ds = dataset.build(Cube.single(scene, grid), labels)
     var = ds["band_data"]
@@ -83,10 +86,7 @@ def describe(source: str) -> dict[str, Any]:
         "crs_name": None if epsg is None else _crs_name(epsg),
         "transform": None if corner is None else list(corner),
         "pixel_is_point": bool(labels.pixel_is_point) and labels.georeferenced,
-        "nodata": facts.get("nodata"),
-        "scale_factor": facts.get("scale_factor"),
-        "add_offset": facts.get("add_offset"),
-        "units": facts.get("units"),
+        **{k: spelled.get(k) for k in ("nodata", "scale_factor", "add_offset", "units")},
         "frame_layout": str(meta.frame_layout),
         "index_order": list(meta.index_order),
         "tile": [int(v) for v in meta.tile],

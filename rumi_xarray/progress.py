@@ -72,6 +72,23 @@ def enabled() -> bool:
     return terminal or in_notebook()
 
 
+def sliced_reads() -> bool:
+    """Return whether large lazy reads run in slices, so that their bar can advance.
+
+    Only when the ``progress`` option is set to true (``rx.set_options(progress=True)``,
+    ``RUMI_XARRAY_PROGRESS=1``, ``--progress``), never because standard error is a
+    terminal or this is a notebook: slicing changes the native calls a read makes, and
+    ``explain()`` must give the same count in a terminal, a notebook, a pipe and a
+    dask worker. Otherwise a large read shows its bar (where bars are shown) in one
+    step.
+
+    Returns
+    -------
+    bool
+    """
+    return options.option("progress") is True
+
+
 @contextmanager
 def bar(total: int, desc: str, unit: str = "it", show: bool | None = None,
         unit_scale: bool = False) -> Iterator[Callable[[int], None]]:

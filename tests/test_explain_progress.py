@@ -1,9 +1,10 @@
 """explain() counts the native calls a read makes, with a progress bar shown or not.
 
-While a bar is shown, a large lazy window read runs as slices that share no
+With ``progress=True``, a large lazy window read runs as slices that share no
 frame (``planning.split_call``), one native call each, so the bar can move.
-explain() must say exactly that many calls wherever it runs: with the option
-forced on or off, and by default in a pipe (no bar) and in a terminal (bar).
+Slicing follows the ``progress`` option only (``progress=True``), never the
+terminal, so explain() says the same count wherever it runs, and exactly the
+calls the read makes: with the option on or off, in a pipe and in a terminal.
 Ground truth is ``rx.stats()`` (what librumi was asked to run) and the array
 that was written.
 """
@@ -71,20 +72,31 @@ with rx.set_options(cache_bytes=0):
 """
 
 
-def _run(tmp_path: Path, path: Path, *, terminal: bool) -> tuple[int, int]:
-    """Run SCRIPT with stderr a pipe or a pseudo-terminal; return (explained, ran)."""
+def _run(tmp_path: Path, path: Path, *, terminal: bool,
+         env: dict[str, str] | None = None) -> tuple[int, int, bool]:
+    """Run SCRIPT with stderr a pipe or a pseudo-terminal.
+
+    Return the calls explained, the calls made, and whether a reading bar was drawn.
+    """
     script = tmp_path / "explain_script.py"
     script.write_text(SCRIPT)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("TQDM_", "RUMI_XARRAY_"))}
+    env = {**{k: v for k, v in os.environ.items()
+              if not k.startswith(("TQDM_", "RUMI_XARRAY_"))}, **(env or {})}
     code, text = run_with_stderr([sys.executable, os.fspath(script), os.fspath(path)], env,
                                  terminal=terminal)
     assert code == 0, text
     explained, ran = text.split("COUNTS")[1].split()[:2]
-    return int(explained), int(ran)
+    return int(explained), int(ran), "reading:" in text
 
 
-def test_explain_matches_the_read_in_a_pipe_and_in_a_terminal(tmp_path: Path) -> None:
+def test_explain_gives_the_same_count_in_a_pipe_and_in_a_terminal(tmp_path: Path) -> None:
     path = tmp_path / "a.rumi"
     _cube(path)
-    assert _run(tmp_path, path, terminal=False) == (1, 1)  # no bar in a pipe: one call
-    assert _run(tmp_path, path, terminal=True) == (2, 2)   # a bar: one call per slice
+    # By default a terminal shows a bar and a pipe does not; neither slices the read.
+    # (The terminal's bar moves in one step.)
+    assert _run(tmp_path, path, terminal=False) == (1, 1, False)
+    assert _run(tmp_path, path, terminal=True) == (1, 1, True)
+    # progress=True slices it (one call per slice), in a pipe as in a terminal.
+    on = {"RUMI_XARRAY_PROGRESS": "1"}
+    assert _run(tmp_path, path, terminal=False, env=on) == (2, 2, True)
+    assert _run(tmp_path, path, terminal=True, env=on) == (2, 2, True)

@@ -21,8 +21,9 @@ def explain(obj: xr.Dataset | xr.DataArray) -> Explanation:
     """Dry-run the reads computing ``obj`` would make (lazy or dask-backed).
 
     For a lazily indexed variable: the read its current selection makes (the
-    tile cache as it is now, the progress setting of this process: while a
-    bar is shown a large window runs in slices). For a dask-backed one:
+    tile cache as it is now; with ``rx.set_options(progress=True)`` a large
+    window runs in slices, and never because of a terminal or notebook, so the
+    count is the same wherever this runs). For a dask-backed one:
     every chunk read left after dask culls and optimizes the graph exactly
     as ``compute`` does.
 
@@ -38,11 +39,11 @@ def explain(obj: xr.Dataset | xr.DataArray) -> Explanation:
     from rumi_xarray.native.reads import explain_calls
 
     # One setting for every read, passed explicitly: a lazily indexed read splits
-    # a large window into slices exactly when a bar is shown (planning.split_call).
-    shown = progress.enabled()
+    # a large window into slices exactly when progress=True (planning.split_call).
+    sliced = progress.sliced_reads()
     reads = _reads(obj)
     calls = [(array.cube, call) for array, key in reads
-             for call in (array.planned_calls(key, progress=shown)
+             for call in (array.planned_calls(key, progress=sliced)
                           if getattr(array, "rumi_backend_array", False)
                           else array.planned_calls(key))]
     tables = tuple(dict.fromkeys(cost for array, _ in reads

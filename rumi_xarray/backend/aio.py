@@ -122,7 +122,7 @@ def serve(requests: list[tuple[Any, Any]]) -> list[Outcome]:
     for i, (array, key) in enumerate(requests):
         try:
             read = array.lazy_read(key)
-            route = read.route(commit=True, progress=bars.enabled())
+            route = read.route(commit=True, progress=bars.sliced_reads())
             if route is not None and route.direct is not None and read.outer is not None:
                 group = _cube_key(cubes, read.cube)
                 windows[group].append((i, read, read.outer.window()))
@@ -166,7 +166,7 @@ def _serve_windows(cube: Any, members: list[tuple[int, Any, planning.Request]],
         for i, read, request in members:
             try:
                 block = execute.run_assembly(cube, window_assembly(cube, request), request,
-                                             progress=bars.enabled())
+                                             progress=bars.sliced_reads())
                 outcomes[i] = (True, read.finish_window(block))
             except Exception as exc:
                 outcomes[i] = (False, exc)

@@ -53,8 +53,8 @@ class LazyRead:
         commit : bool
             Let the tile cache remember this access (``False`` for ``explain()``).
         progress : bool
-            Whether a progress bar is shown for the read (large window reads
-            then run in slices).
+            Whether large window reads run in slices for a progress bar
+            (:func:`rumi_xarray.progress.sliced_reads`).
 
         Returns
         -------
@@ -264,14 +264,13 @@ class RumiBackendArray(BackendArray):
         key : ExplicitIndexer, optional
             ``None`` reads the whole array.
         progress : bool, optional
-            Whether a progress bar is shown for the read; ``None``: as it
-            would be in this process now (``rx.set_options(progress=...)``,
-            else a terminal or notebook).
+            Whether large reads run in slices for a progress bar; ``None``:
+            the ``progress`` option (:func:`rumi_xarray.progress.sliced_reads`).
 
         Returns
         -------
         list of Call
         """
-        shown = bars.enabled() if progress is None else progress
+        shown = bars.sliced_reads() if progress is None else progress
         route = self.lazy_read(key).route(commit=False, progress=shown)
         return [] if route is None else route.calls

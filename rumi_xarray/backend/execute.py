@@ -115,7 +115,7 @@ def run_call(cube: Cube, call: planning.Call, *, progress: bool,
     cube, call, out
         As for :func:`rumi_xarray.native.reads.run`.
     progress : bool
-        Whether a progress bar is shown (the route's setting).
+        Whether large calls run in slices for a progress bar (the route's setting).
 
     Returns
     -------
@@ -123,9 +123,16 @@ def run_call(cube: Cube, call: planning.Call, *, progress: bool,
         ``(n_items, n_times, n_bands, height, width)``, ``out`` when given.
     """
     parts = planning.split_call(cube, call, progress=progress)
-    if len(parts) == 1:
-        return reads.run(cube, call, out=out)
     itemsize = cube.grid.dtype.itemsize
+    if len(parts) == 1:
+        total = call.nbytes(itemsize)
+        if total <= planning.READ_BAR_BYTES or not bars.enabled():
+            return reads.run(cube, call, out=out)
+        # A bar where bars are shown, in one step: slices only when progress=True.
+        with bars.bar(total, "reading", unit="B", show=True, unit_scale=True) as advance:
+            got = reads.run(cube, call, out=out)
+            advance(total)
+        return got
     shape = (len(call.scenes), len(call.times), len(call.bands), call.height, call.width)
     if out is None:
         out = np.empty(shape, dtype=cube.grid.dtype)
@@ -165,7 +172,7 @@ def run_assembly(cube: Cube, assembly: planning.Assembly, request: planning.Requ
         :func:`planning.batch_requests` with this request first).
     request : planning.Request
     progress : bool
-        Whether a progress bar is shown (large calls then run in slices).
+        Whether large calls run in slices for a progress bar (the route's setting).
 
     Returns
     -------
@@ -338,7 +345,7 @@ def read_outer(cube: Cube, sel: Selection, route: Route | None = None) -> np.nda
         as the key gives them.
     """
     if route is None:
-        route = route_outer(cube, sel, commit=True, progress=bars.enabled())
+        route = route_outer(cube, sel, commit=True, progress=bars.sliced_reads())
     if route.direct is not None:
         block = run_assembly(cube, route.direct, sel.window(), progress=route.progress)
         return orient(sel, block)
@@ -354,7 +361,7 @@ def read_points(cube: Cube, pts: Points, route: Route | None = None) -> np.ndarr
     (``commit=True``), or is decided now. Returns ``pts.out_shape``.
     """
     if route is None:
-        route = route_points(cube, pts, commit=True, progress=bars.enabled())
+        route = route_points(cube, pts, commit=True, progress=bars.sliced_reads())
     out = np.empty(pts.gathered_shape, dtype=cube.grid.dtype)
     execute_cells(cube, route, out)
     return pts.arrange(out)

@@ -11,7 +11,7 @@ cells of a remote file apart.
   load): one native call decoding straight into the result, unless every
   plane it needs is cached or reuse shows (below). A catalog window is one
   ``read_many`` across scenes, returned without a copy when the scenes'
-  items tile the result. While a progress bar is shown, a call decoding more
+  items tile the result. With ``progress=True``, a call decoding more
   than :data:`~rumi_xarray.model.planning.READ_BAR_BYTES` runs as the slices
   of :func:`~rumi_xarray.model.planning.split_call`.
 - **Scattered** (OUTER rows x columns far apart) and **points** (pointwise
@@ -250,8 +250,8 @@ def route_outer(cube: Cube, sel: Selection, *, commit: bool, progress: bool) -> 
         Remember first accesses (ghost keys). False changes nothing
         (``explain()``).
     progress : bool
-        Whether a progress bar is shown for this read (a large window then
-        runs in slices).
+        Whether large reads run in slices for a progress bar
+        (:func:`rumi_xarray.progress.sliced_reads`).
 
     Returns
     -------

@@ -7,7 +7,7 @@ is one read of all its time steps, not one per step), and batches
 equal-sized windows into ``read_many`` calls bounded by a decoded-bytes
 budget: an :class:`Assembly`. It never asks for a (time, band, window) that
 no request needs. :func:`split_call` is the one rule that cuts a large call
-into slices when a progress bar is shown. Pure: :mod:`rumi_xarray.native`
+into slices for a progress bar (only with ``progress=True``). Pure: :mod:`rumi_xarray.native`
 runs the calls.
 """
 
@@ -257,8 +257,9 @@ def _one_buffer(request: Request, parts: tuple[Part, ...], calls: tuple[Call, ..
 def split_call(cube: Cube, call: Call, *, progress: bool) -> list[Call]:
     """Return the native calls that run ``call``: itself, or slices of it.
 
-    One call (``call`` itself) unless ``progress`` (a bar is shown) and the
-    call decodes more than :data:`READ_BAR_BYTES`; then slices along an axis
+    One call (``call`` itself) unless ``progress`` (the ``progress`` option
+    is set to true: :func:`rumi_xarray.progress.sliced_reads`) and the call
+    decodes more than :data:`READ_BAR_BYTES`; then slices along an axis
     whose frames are not shared between slices (scenes, then time steps or
     bands that frames do not hold, then rows of tiles), so no frame is
     decoded twice, the total work is the same and the bar can advance after
@@ -270,7 +271,7 @@ def split_call(cube: Cube, call: Call, *, progress: bool) -> list[Call]:
     cube : Cube
     call : Call
     progress : bool
-        Whether a progress bar is shown for this read.
+        Whether large reads run in slices for a progress bar.
 
     Returns
     -------

@@ -22,9 +22,11 @@ Rumi data asks this module:
   boundary, so a chunk never decodes a frame that its neighbour decodes again.
 - **STAC output chunks** (:func:`stac_output_chunks`): the chunks of a load
   across grids, whose output grid has no frames of its own.
-- **Write blocks** (:func:`whole_frame_blocks`): a dask array being written is
-  compressed in blocks of whole frames; one whose chunks split frames is
-  rechunked to the frame multiple nearest its first chunk.
+- **Write blocks** (:func:`write_chunks`, :func:`whole_frame_blocks`): input
+  that is not dask yet is chunked in blocks of whole frames at least
+  :data:`WRITE_BLOCK_PIXELS` on a side; a dask array being written whose
+  chunks split frames is rechunked to the frame multiple nearest its first
+  chunk.
 
 What dask is configured to do (its chunk size, query planning) are facts read
 by :mod:`rumi_xarray.dask.config`; the frame grid itself is
@@ -400,3 +402,34 @@ def whole_frame_blocks(data: Any, frame_shape: tuple[int, int, int, int]) -> Any
     target = tuple(n * max(1, round(int(chunks[0]) / n))
                    for chunks, n in zip(data.chunks, frame_shape, strict=True))
     return data.rechunk(target)
+
+
+#: Input that is not dask yet is chunked for writing in blocks of whole frames
+#: at least this many pixels on a side, so small tiles do not make one dask
+#: task (and one read of a lazily opened file) per frame.
+WRITE_BLOCK_PIXELS = 256
+
+
+def write_chunks(frame_axes: frozenset[str], tile_size: int,
+                 min_side: int = WRITE_BLOCK_PIXELS) -> dict[str, int]:
+    """Return the dask chunks, per standard dimension, that data is written in.
+
+    Parameters
+    ----------
+    frame_axes : frozenset of str
+        The axes (``"t"``, ``"b"``) one frame holds whole
+        (:func:`rumi_xarray.native.frames.frame_axes`).
+    tile_size : int
+    min_side : int, default WRITE_BLOCK_PIXELS
+        Smallest ``y``/``x`` chunk: 1 gives one frame per chunk.
+
+    Returns
+    -------
+    dict
+        ``time``/``band``: 1 when frames walk that axis, -1 (all) when a frame
+        holds every step; ``y``/``x``: the smallest multiple of the tile size
+        of at least ``min_side``.
+    """
+    side = tile_size * -(-max(1, min_side) // tile_size)
+    return {"time": -1 if "t" in frame_axes else 1, "band": -1 if "b" in frame_axes else 1,
+            "y": side, "x": side}

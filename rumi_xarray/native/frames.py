@@ -307,34 +307,23 @@ def check_dtype(target: str, dtype: np.dtype) -> np.dtype:
     return native
 
 
-#: Input that is not dask yet is chunked for writing in blocks of whole frames
-#: at least this many pixels on a side, so small tiles do not make one dask
-#: task (and one read of a lazily opened file) per frame.
-WRITE_BLOCK_PIXELS = 256
+def frame_axes(pattern: str, tile_size: int) -> frozenset[str]:
+    """Return the axes (``"t"``, ``"b"``) one frame of ``pattern`` holds whole.
 
-
-def frame_chunks(pattern: str, tile_size: int, min_side: int = 1) -> dict[str, int]:
-    """Return dask chunks of whole frames, per standard dimension.
+    librumi's layout of a probe array says it; the chunking rule that uses it
+    is :func:`rumi_xarray.dask.chunks.write_chunks`.
 
     Parameters
     ----------
     pattern : str
         A rumi frame pattern over ``t b (row h) (col w)``.
     tile_size : int
-    min_side : int, default 1
-        Smallest ``y``/``x`` chunk: 1 gives one frame per chunk;
-        :data:`WRITE_BLOCK_PIXELS` the blocks writes use.
 
     Returns
     -------
-    dict
-        ``time``/``band``: 1 when frames walk that axis, -1 (all) when a frame
-        holds every step; ``y``/``x``: the smallest multiple of the tile size
-        of at least ``min_side``.
+    frozenset of str
     """
     # Every axis longer than 1, so the layout shows which ones frames hold.
     probe = np.broadcast_to(np.zeros((), dtype=np.uint8), (2, 2, 1, 1))
     axes = rumi.frames(probe, pattern, tile_size=tile_size).layout.split()
-    side = tile_size * -(-max(1, min_side) // tile_size)
-    return {"time": -1 if "t" in axes else 1, "band": -1 if "b" in axes else 1,
-            "y": side, "x": side}
+    return frozenset(a for a in ("t", "b") if a in axes)

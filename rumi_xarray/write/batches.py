@@ -2,7 +2,7 @@
 
 Each task compresses every frame of one **block**: a chunk of the array made
 of whole frames (the array's own chunks when they are frame-aligned, as
-Rumi-backed arrays and :func:`rumi_xarray.native.frames.write_chunks` are; a
+Rumi-backed arrays and :func:`rumi_xarray.dask.chunks.write_chunks` are; a
 rechunk to frame multiples otherwise). The block tasks are turned into
 ``Delayed`` objects once, from one optimized graph
 (``Array.to_delayed(optimize_graph=True)``), and computed batch by batch with

@@ -85,7 +85,7 @@ def prepare(obj: xr.DataArray | xr.Dataset, where: str = "<to_rumi>", *,
         CRS overriding (or supplying) that of ``obj``.
     chunks : dict, optional
         Chunks per standard dimension (``time``, ``band``, ``y``, ``x``, see
-        :func:`~rumi_xarray.native.frames.frame_chunks`) for data that are not
+        :func:`~rumi_xarray.dask.chunks.write_chunks`) for data that are not
         dask arrays yet; by default such data are left as they are.
     encode_cf : bool, default True
         Pack CF-decoded values back to their encoded type (see

@@ -43,12 +43,11 @@ from rumi_xarray.native.files import write_file
 from rumi_xarray.native.frames import (
     DEFAULT_CODEC,
     PATTERNS,
-    WRITE_BLOCK_PIXELS,
     Compressor,
     FrameSpec,
     check_dtype,
+    frame_axes,
     frame_block,
-    frame_chunks,
     frame_specs,
 )
 from rumi_xarray.sources.location import locate
@@ -417,6 +416,8 @@ def to_rumi(obj: xr.DataArray | xr.Dataset, path: str | os.PathLike[str], *,
     RumiWriteError
         The destination cannot be written (an ``OSError``).
     """
+    from rumi_xarray.dask.chunks import write_chunks  # dask only once something is written
+
     target = os.fsdecode(path)
     with as_write_value_errors(target):
         target = _target(path)
@@ -424,7 +425,7 @@ def to_rumi(obj: xr.DataArray | xr.Dataset, path: str | os.PathLike[str], *,
         _check_tile_size(target, tile_size)
         prepared = prepare(obj, target, band_dim=band_dim, time_dim=time_dim,
                            variable=variable, time=time, crs=crs,
-                           chunks=frame_chunks(pattern, tile_size, WRITE_BLOCK_PIXELS),
+                           chunks=write_chunks(frame_axes(pattern, tile_size), tile_size),
                            encode_cf=encode_cf, dtype=dtype, masks=masks)
     data = prepared.data.data
     facts = prepared.sidecar.facts

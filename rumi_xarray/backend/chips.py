@@ -15,7 +15,7 @@ It pickles small (no array), so torch datasets carry it to workers.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -610,18 +610,3 @@ def chips(cube: Any, starts: Any, size: int, *, bands: Any = None, boundless: bo
         attrs["grid_mapping"] = "spatial_ref"
     return xr.DataArray(data, dims=("chip", "band", "y", "x"), coords=coords, attrs=attrs,
                         name=source.name if "," not in source.name else "chips")
-
-
-def scene_names(source: ChipSource, starts: Sequence[Sequence[int]]) -> list[str]:
-    """Return the scene of each chip (for error messages and samples).
-
-    Parameters
-    ----------
-    source : ChipSource
-    starts : (n, 3) array-like
-
-    Returns
-    -------
-    list of str
-    """
-    return [source.scene_of(int(t)) for t, _, _ in np.asarray(starts)]

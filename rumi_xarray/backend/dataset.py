@@ -21,7 +21,7 @@ from xarray.core import indexing
 from rumi_xarray.backend.array import RumiBackendArray
 from rumi_xarray.conventions import crs_index, georef, netcdf
 from rumi_xarray.conventions.bands import BandCoords
-from rumi_xarray.conventions.time import TIME_UNITS, time_seconds
+from rumi_xarray.conventions.time import time_coords, time_seconds
 from rumi_xarray.dask.chunks import preferred_chunks
 from rumi_xarray.model.cube import Cube
 from rumi_xarray.model.grid import CUBE_DIMS
@@ -108,7 +108,7 @@ def build(cube: Cube, labels: CubeLabels, *, band_as_variable: bool = False,
     # xarray an alignment each, several milliseconds per open.
     coords, indexed = georef.spatial_coords(labels.transform, labels.crs,
                                             labels.pixel_is_point, g.height, g.width)
-    coords.update(_time_coords(labels))
+    coords.update(time_coords(labels.seconds, labels.bounds))
     attrs: dict[str, Any] = {}
     if labels.georeferenced:
         attrs["AREA_OR_POINT"] = "Point" if labels.pixel_is_point else "Area"
@@ -178,24 +178,6 @@ def _as_rioxarray_masks(ds: xr.Dataset, names: list[Hashable]) -> xr.Dataset:
 
 def _astype(values: Any, dtype: np.dtype) -> Any:
     return np.asarray(values).astype(dtype)
-
-
-def _time_coords(labels: CubeLabels) -> dict[Hashable, xr.Variable]:
-    """Return ``time`` (always a dimension) and ``time_bnds``, CF-encoded."""
-    # POSIX seconds count no leap seconds: CF 1.11's units_metadata says so.
-    attrs: dict[str, Any] = {"standard_name": "time", "long_name": "time", "axis": "T",
-                             "units": TIME_UNITS, "calendar": "proleptic_gregorian",
-                             "units_metadata": "leap_seconds: none"}
-    if labels.bounds is not None:
-        attrs["bounds"] = "time_bnds"
-    out: dict[Hashable, xr.Variable] = {
-        "time": xr.Variable(("time",), np.asarray(labels.seconds, dtype=np.int64), attrs)}
-    if labels.bounds is not None:
-        out["time_bnds"] = xr.Variable(("time", "nv"),
-                                       np.asarray(labels.bounds, dtype=np.int64),
-                                       {"units": TIME_UNITS,
-                                        "calendar": "proleptic_gregorian"})
-    return out
 
 
 def _encoding(cube: Cube, dims: tuple[str, ...], header: bytes,

@@ -33,6 +33,7 @@ from rumi_xarray.backend.route import (
     Route,
     coalescing,
     identity,
+    plane_key,
     route_outer,
     route_points,
 )
@@ -223,7 +224,8 @@ def execute_cells(cube: Cube, route: Route, out: np.ndarray) -> None:
             for ti, t in enumerate(call.times):
                 for bi, b in enumerate(call.bands):
                     plane = block[k, ti, bi]
-                    entries.append(((idents[w.scene], t, b, w.cell_row, w.cell_col), plane))
+                    entries.append((plane_key(idents[w.scene], t, b, w.cell_row, w.cell_col),
+                                    plane))
                     target.put(out, t, b, plane, 0, 0)
         store.put_block(block, entries)
     for (call, members), block in _decoded(cube, route.reads, remote, scratch=True):

@@ -56,6 +56,25 @@ CACHE_FRACTION = 8
 PlaneKey = tuple[Any, ...]
 
 
+def plane_key(ident: tuple[Any, ...], t: int, b: int, row: int, col: int) -> PlaneKey:
+    """Return the tile-cache key of one decoded plane (the one place keys are built).
+
+    Parameters
+    ----------
+    ident : tuple
+        The scene's :func:`identity`.
+    t, b : int
+        Scene-local time step and band.
+    row, col : int
+        Tile cell.
+
+    Returns
+    -------
+    PlaneKey
+    """
+    return (ident, t, b, row, col)
+
+
 # --- where a source lives: the read path's only questions about it ----------------
 
 
@@ -235,7 +254,7 @@ def _window_keys(cube: Cube, sel: Selection) -> list[PlaneKey]:
         ident = identity(cube.scenes[scene])
         for t in sorted(set(local)):
             for b in bands:
-                keys += [(ident, t, b, r, c) for r in rows for c in cols]
+                keys += [plane_key(ident, t, b, r, c) for r in rows for c in cols]
     return keys
 
 
@@ -317,7 +336,7 @@ def _route_targets(cube: Cube, targets: Any, window: planning.Request | None,
         keys: list[PlaneKey] = []
         for t in w.times:
             for b in w.bands:
-                key = (ident, t, b, w.cell_row, w.cell_col)
+                key = plane_key(ident, t, b, w.cell_row, w.cell_col)
                 keys.append(key)
                 plane = store.peek(key)
                 if plane is None:

@@ -54,13 +54,15 @@ def time_seconds(steps: Sequence[Any], where: str = "") -> tuple[np.ndarray, np.
     return to_seconds(values, "the time steps", where), None
 
 
-def time_coords(seconds: np.ndarray, bounds: np.ndarray | None, *, decode_times: bool
+def time_coords(seconds: np.ndarray, bounds: np.ndarray | None
                 ) -> dict[Hashable, xr.Variable]:
-    """Build the ``time`` dimension coordinate (and ``time_bnds`` for intervals).
+    """Build the CF-encoded ``time`` dimension coordinate (and ``time_bnds`` for intervals).
 
     ``time`` is always a dimension, even for a single step: every Rumi file
     labels its time, and stacking scenes (``xr.open_mfdataset``) or selecting
-    by date needs an indexed ``time``, as odc-stac and stackstac give it.
+    by date needs an indexed ``time``, as odc-stac and stackstac give it. The
+    values are POSIX seconds with CF ``units``; ``xr.decode_cf`` decodes them
+    (or not, with ``decode_times=False``) as it does for any engine.
 
     Parameters
     ----------
@@ -68,31 +70,23 @@ def time_coords(seconds: np.ndarray, bounds: np.ndarray | None, *, decode_times:
         POSIX seconds per step (interval starts for intervals).
     bounds : numpy.ndarray or None
         ``(n, 2)`` interval bounds.
-    decode_times : bool
-        ``datetime64[ns]`` when True, raw seconds with CF ``units`` otherwise.
 
     Returns
     -------
     dict of xarray.Variable
     """
-    def encode(values: np.ndarray) -> np.ndarray:
-        if decode_times:
-            return values.astype("datetime64[s]").astype("datetime64[ns]")
-        return values
-
-    attrs: dict[str, Any] = {"standard_name": "time", "long_name": "time", "axis": "T"}
-    encoding = {"units": TIME_UNITS, "calendar": "proleptic_gregorian", "dtype": "int64"}
-    if not decode_times:
-        attrs.update(units=TIME_UNITS, calendar="proleptic_gregorian")
-        encoding = {}
+    # POSIX seconds count no leap seconds: CF 1.11's units_metadata says so.
+    attrs: dict[str, Any] = {"standard_name": "time", "long_name": "time", "axis": "T",
+                             "units": TIME_UNITS, "calendar": "proleptic_gregorian",
+                             "units_metadata": "leap_seconds: none"}
     if bounds is not None:
         attrs["bounds"] = "time_bnds"
     out: dict[Hashable, xr.Variable] = {
-        "time": xr.Variable(("time",), encode(seconds), attrs, encoding=encoding)}
+        "time": xr.Variable(("time",), np.asarray(seconds, dtype=np.int64), attrs)}
     if bounds is not None:
-        out["time_bnds"] = xr.Variable(("time", "nv"), encode(bounds),
-                                       {} if decode_times else {"units": TIME_UNITS},
-                                       encoding=dict(encoding))
+        out["time_bnds"] = xr.Variable(("time", "nv"), np.asarray(bounds, dtype=np.int64),
+                                       {"units": TIME_UNITS,
+                                        "calendar": "proleptic_gregorian"})
     return out
 
 # --- write side -----------------------------------------------------------------

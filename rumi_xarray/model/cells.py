@@ -282,9 +282,6 @@ class PointTarget:
                 out[ti, bi, points] = values
 
 
-Target = GridTarget | PointTarget
-
-
 def _cells_along(positions: np.ndarray, tile: int) -> list[tuple[int, Index, np.ndarray]]:
     """Group result positions by tile cell: ``[(cell, result index, cell-relative positions)]``."""
     out = []

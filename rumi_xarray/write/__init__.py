@@ -1,1 +1,1 @@
-"""Writing Rumi files: ``to_rumi``, what to store, dask batches, atomic replacement."""
+"""Writing Rumi files: to_rumi, what to store, CF packing, masks, dask batches, atomic files."""

@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -338,6 +339,12 @@ def test_explain_counts_each_chunk_read_of_a_chunked_variable(http_server):
     ex = var.rumi.explain()
     assert ex.calls == nblocks(var.data) == 6
     assert ex.frames == 72
+
+
+def test_explain_prints_human_units(converted: Path) -> None:
+    text = str(rx.open_dataset(converted).band_data.rumi.explain())
+    assert re.search(r"\d+(\.\d)? (B|KiB|MiB) compressed", text), text
+    assert re.search(r"-> \d+(\.\d)? (B|KiB|MiB) decoded", text), text
 
 
 # --- dask's array query planning ---------------------------------------------------------

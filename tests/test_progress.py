@@ -1,0 +1,136 @@
+"""Progress bars: unit by unit when on, off in pipes and on in terminals, the CLI switch.
+
+Each case runs a script in a subprocess whose stderr is a pipe or a pseudo-terminal, so
+tqdm decides as it would for a user.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.scenes import convert
+
+pytestmark = pytest.mark.filterwarnings(
+    # rasterio/affine and rioxarray note their own deprecations on every call.
+    "ignore::PendingDeprecationWarning", "ignore::FutureWarning:rioxarray")
+
+PROGRESS_SCRIPT = r"""
+import sys
+import numpy as np, dask.array as da, xarray as xr
+import rumi_xarray as rx
+from rumi_xarray import progress
+from rumi_xarray.backend.dataset import backend_arrays
+from rumi_xarray.model.planning import Call
+from rumi_xarray.native import reads
+from rumi_xarray.write.to_rumi import to_rumi
+
+folder = sys.argv[1]
+times = np.datetime64("2024-01-01", "ns") + np.arange(2) * np.timedelta64(1, "D")
+data = np.random.default_rng(0).integers(0, 1000, (2, 3, 64, 48)).astype(np.uint16)
+cube = xr.DataArray(data, dims=("time", "band", "y", "x"), coords={"time": times})
+print("STEP numpy", file=sys.stderr, flush=True)
+to_rumi(cube, f"{folder}/a.rumi", tile_size=16)            # 2 * 3 * 4 * 3 = 72 frames
+print("STEP dask", file=sys.stderr, flush=True)
+to_rumi(cube.chunk({"y": 32}), f"{folder}/b.rumi", tile_size=16)
+print("STEP catalog", file=sys.stderr, flush=True)
+for i in range(5):
+    to_rumi(cube.isel(time=[i % 2]), f"{folder}/c{i}.rumi", tile_size=16,
+            time=[f"2024-02-0{i + 1}"])
+rx.catalog([f"{folder}/c{i}.rumi" for i in range(5)])
+print("STEP read", file=sys.stderr, flush=True)
+progress.READ_BAR_BYTES = 1000           # small enough to split this small read
+progress.READ_STEP_BYTES = 1
+array = backend_arrays(xr.open_dataset(f"{folder}/a.rumi", engine="rumi"))[0]
+call = Call(scenes=(0,), rows=(0,), cols=(0,), times=(0, 1), bands=(0, 1, 2), height=64,
+            width=48)
+got = progress.run(array.cube, call)
+assert np.array_equal(got, reads.run(array.cube, call)), "sliced read differs"
+assert np.array_equal(got[0], data)
+print("DONE", len(progress.steps(array.cube, call)), file=sys.stderr, flush=True)
+"""
+
+
+def run_script(tmp_path: Path, env: dict[str, str], *, terminal: bool = False
+               ) -> tuple[int, str]:
+    """Run PROGRESS_SCRIPT; stderr is a pipe, or a pseudo-terminal when ``terminal``."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "progress_script.py"
+    script.write_text(PROGRESS_SCRIPT)
+    full = {k: v for k, v in os.environ.items() if not k.startswith(("TQDM_", "RUMI_XARRAY_"))}
+    full.update(env)
+    argv = [sys.executable, os.fspath(script), os.fspath(tmp_path)]
+    if not terminal:
+        done = subprocess.run(argv, env=full, capture_output=True, text=True, timeout=300,
+                              check=False)
+        return done.returncode, done.stderr
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    leader, follower = pty.openpty()
+    # A new pseudo-terminal is 0 columns wide; tqdm would draw nothing in it.
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
+    with subprocess.Popen(argv, env=full, stdout=subprocess.DEVNULL, stderr=follower) as proc:
+        os.close(follower)
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the terminal closed with the process
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        code = proc.wait(timeout=300)
+    os.close(leader)
+    return code, b"".join(chunks).decode("utf-8", "replace")
+
+
+def counts(text: str, total: int) -> set[int]:
+    """Return the positions ``n`` of every ``n/total`` a tqdm bar printed."""
+    return {int(m) for m in re.findall(rf"\b(\d+)/{total}\b", text)}
+
+
+def test_progress_bars_advance_unit_by_unit_when_on(tmp_path: Path) -> None:
+    # Every update drawn (tqdm's own environment settings): what is drawn is what
+    # rumi_xarray reported, so each frame/file/slice must show up.
+    code, err = run_script(tmp_path, {"RUMI_XARRAY_PROGRESS": "1", "TQDM_MININTERVAL": "0",
+                                      "TQDM_MINITERS": "1"})
+    assert code == 0, err
+    numpy, rest = err.split("STEP dask")
+    dask_part, rest = rest.split("STEP catalog")
+    catalog_part, read_part = rest.split("STEP read")
+    assert "compressing" in numpy and counts(numpy, 72) == set(range(73))
+    assert "compressing" in dask_part and counts(dask_part, 72) == set(range(73))
+    assert "cataloguing" in catalog_part and counts(catalog_part, 5) == set(range(6))
+    slices = int(read_part.split("DONE")[1].split()[0])
+    assert slices == 2  # frames walk time: one slice per time step, no frame read twice
+    drawn = re.findall(r"reading:\s+(\d+)%.*?([\d.]+k?)/36\.0k", read_part)
+    assert [p for p, _ in drawn] == ["0", "50", "100"], read_part  # 36 KiB in 2 slices
+
+
+def test_progress_default_off_in_pipes_and_on_in_terminals(tmp_path: Path) -> None:
+    code, err = run_script(tmp_path, {})
+    assert code == 0, err
+    assert "compressing" not in err and "cataloguing" not in err and "it/s" not in err
+    code, screen = run_script(tmp_path, {}, terminal=True)
+    assert code == 0, screen
+    assert "compressing" in screen and "cataloguing" in screen
+    code, screen = run_script(tmp_path, {"RUMI_XARRAY_PROGRESS": "0"}, terminal=True)
+    assert code == 0, screen
+    assert "compressing" not in screen
+
+
+def test_cli_progress_switch(tif: Path, tmp_path: Path) -> None:
+    code, _, err = convert("convert", tif, tmp_path / "a.rumi", "--progress")
+    assert code == 0 and "compressing" in err
+    code, _, err = convert("convert", tif, tmp_path / "b.rumi", "--no-progress")
+    assert code == 0 and "compressing" not in err
+

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import rumi
@@ -19,8 +20,9 @@ import rumi
 PATTERN = "t b y x"
 
 
-def read(path: str | os.PathLike[str], header: bytes | None = None) -> np.ndarray:
-    """Return the whole file as plain librumi reads it, ``(time, band, y, x)``.
+def read(path: str | os.PathLike[str], header: bytes | None = None, **selection: Any
+         ) -> np.ndarray:
+    """Return the file as plain librumi reads it, ``(time, band, y, x)``.
 
     Parameters
     ----------
@@ -28,11 +30,13 @@ def read(path: str | os.PathLike[str], header: bytes | None = None) -> np.ndarra
         A local path or a URL librumi reads.
     header : bytes, optional
         The file's header (what a catalog holds); read from the file when omitted.
+    **selection
+        ``rumi.read``'s own ``time=``, ``bands=`` and ``window=``; the whole file without.
     """
     source = os.fspath(path)
     if header is None:
         header = rumi.info(source=source).header
-    return rumi.read(source, header, pattern=PATTERN)
+    return rumi.read(source, header, pattern=PATTERN, **selection)
 
 
 def stored_dtype(path: str | os.PathLike[str]) -> np.dtype:

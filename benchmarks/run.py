@@ -134,7 +134,11 @@ def main(argv: list[str] | None = None) -> int:
     ServerProcess = bench_module("httpserve").ServerProcess  # noqa: N806 (a class)
 
     import rumi_xarray as rx
+    from rumi_xarray.native import process
 
+    # rumi_xarray's librumi settings (checksums on) before the engine's first read:
+    # librumi pins them at the first decoded frame, and the engine arms read first.
+    process.configure()
     dask.config.set(scheduler="threads", num_workers=args.threads)
     # zarr v3 decodes in its own thread pool; cap it like every other pool.
     zarr.config.set({"threading.max_workers": args.threads})

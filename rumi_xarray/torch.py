@@ -287,8 +287,7 @@ class ChipDataset(Dataset[Sample]):
             starts[:, 0] = 0
             parts.append(explain_chips(self.mask, starts, self.size, bands=self.mask_band,
                                        boundless=self.boundless))
-        return Explanation(*(sum(getattr(p, f) for p in parts) for f in (
-            "calls", "items", "frames", "compressed_bytes", "decoded_bytes", "ranges")))
+        return Explanation.total(parts)
 
     def _split(self, keys: Sequence[Sequence[int]]) -> dict[int, tuple[list[int], np.ndarray]]:
         array = np.asarray(keys, dtype=np.int64)

@@ -51,3 +51,48 @@ def run_threads(worker: Callable[[int], None], count: int) -> None:
         t.start()
     for t in threads:
         t.join()
+
+
+def run_with_stderr(argv: list[str], env: dict[str, str], *, terminal: bool) -> tuple[int, str]:
+    """Run a program with its standard error a pipe, or a pseudo-terminal when ``terminal``.
+
+    Parameters
+    ----------
+    argv : list of str
+    env : dict
+    terminal : bool
+
+    Returns
+    -------
+    tuple
+        The exit code and what the program wrote to standard error.
+    """
+    import os
+    import subprocess
+
+    if not terminal:
+        done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300,
+                              check=False)
+        return done.returncode, done.stderr
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    leader, follower = pty.openpty()
+    # A new pseudo-terminal is 0 columns wide; tqdm would draw nothing in it.
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
+    with subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=follower) as proc:
+        os.close(follower)
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the terminal closed with the process
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        code = proc.wait(timeout=300)
+    os.close(leader)
+    return code, b"".join(chunks).decode("utf-8", "replace")

@@ -3,8 +3,13 @@
 - every module of the package has a row in the architecture table of the docs
   (``docs/guide/architecture.md``, the page the README links to);
 - no import cycles between rumi_xarray modules, function-level imports included;
-- only ``rumi_xarray/native/`` imports ``rumi``/``geozl`` and only
-  ``rumi_xarray/dask/`` imports ``dask``/``distributed``;
+- only ``rumi_xarray/native/`` imports ``rumi``/``geozl``; ``dask``/``distributed``
+  are imported only by the modules :data:`DASK_MODULES` names, one by one;
+- the layers :data:`LAYERS` are stacked in order: no import runs from a lower
+  layer to a higher one (function-level imports count, ``TYPE_CHECKING`` ones do
+  not), except ``sources -> errors``;
+- ``model/`` is pure: what it imports, followed through the package, imports no
+  third-party package but numpy;
 - the xarray entry point is light: listing engines loads neither librumi nor
   dask because of us, and importing rumi_xarray changes no librumi setting;
 - the package ships ``py.typed`` and ``make lint`` (ruff + mypy) passes, so CI,
@@ -30,14 +35,40 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "rumi_xarray"
 
-#: Third-party top-level packages -> the only folder of the package allowed to import them.
+#: Third-party top-level packages -> the only folder (or module) of the package allowed to
+#: import them.
 OWNERS = {
     "rumi": "rumi_xarray.native",
     "geozl": "rumi_xarray.native",
-    "dask": "rumi_xarray.dask",
-    "distributed": "rumi_xarray.dask",
     "torch": "rumi_xarray.torch",
 }
+
+#: The only modules that import dask or distributed, named one by one: every module of
+#: ``dask/``, and two that live beside the code they run (issue 21): the graph of a STAC
+#: load beside its planner and reader, the dask side of writing beside ``to_rumi``.
+#: A module not named here imports dask through one of these.
+DASK_MODULES = frozenset({
+    "rumi_xarray.dask.chunks",
+    "rumi_xarray.dask.cluster",
+    "rumi_xarray.dask.graphs",
+    "rumi_xarray.dask.optimize",
+    "rumi_xarray.dask.sizes",
+    "rumi_xarray.stac.graph",
+    "rumi_xarray.write.batches",
+})
+#: Third-party top-level packages -> the only modules allowed to import them.
+NAMED_OWNERS = {"dask": DASK_MODULES, "distributed": DASK_MODULES}
+
+#: The package's layers, lowest first: a module may import its own layer and those below,
+#: never one above (function-level imports included). A layer is a top-level module or
+#: folder of ``rumi_xarray``; ``__init__`` is the package itself (the public API), with
+#: ``__main__`` (``python -m rumi_xarray``, which only calls the CLI).
+LAYERS = ["formatting", "sources", "errors", "options", "model", "dask", "native",
+          "conventions", "progress", "write", "backend", "catalogs", "stac", "torch", "demo",
+          "cli", "__init__"]
+#: The one upward import allowed, (lower layer, higher layer): a source's errors are
+#: RumiErrors, and errors redact sources.
+ALLOWED_UPWARD = frozenset({("sources", "errors")})
 
 
 @dataclass(frozen=True)
@@ -343,25 +374,202 @@ def test_no_import_cycles_between_package_modules() -> None:
 
 
 # ---------------------------------------------------------------------------
-# (c) who may import librumi and dask
+# (c) who may import librumi, torch and dask
 
 
-def forbidden_imports() -> list[str]:
-    """Return ``file:line module imports X`` for each import of X outside its owner folder."""
+def forbidden_imports(imports: list[Import] | None = None) -> list[str]:
+    """Return ``file:line module imports X`` for each import of X by a module not allowed to.
+
+    ``rumi``, ``geozl`` and ``torch`` are allowed in their owner folder (:data:`OWNERS`);
+    ``dask`` and ``distributed`` only in the modules :data:`NAMED_OWNERS` names: a new
+    module of ``dask/`` is not allowed until it is named.
+    """
     found = []
-    for i in all_imports():
+    for i in all_imports() if imports is None else imports:
         top = i.target.partition(".")[0]
+        where = f"{i.where()}: {i.module} imports {i.target}" + (
+            " (under TYPE_CHECKING)" if i.type_checking else "")
+        named = NAMED_OWNERS.get(top)
+        if named is not None:
+            if i.module not in named:
+                found.append(f"{where}; only the modules named in DASK_MODULES may: "
+                             f"{', '.join(sorted(named))}")
+            continue
         owner = OWNERS.get(top)
         if owner is None or i.module == owner or i.module.startswith(owner + "."):
             continue
-        found.append(f"{i.where()}: {i.module} imports {i.target}"
-                     f"{' (under TYPE_CHECKING)' if i.type_checking else ''}; only {owner} may")
+        found.append(f"{where}; only {owner} may")
     return found
 
 
-def test_only_native_imports_librumi_and_only_dask_imports_dask() -> None:
+def _imports(*edges: tuple[str, str] | tuple[str, str, bool], line: int = 7) -> list[Import]:
+    """Return synthetic imports ``(module, target[, type_checking])``, all at ``line``."""
+    return [Import(module, target, PACKAGE.joinpath(*module.split(".")[1:]).with_suffix(".py"),
+                   line, bool(rest and rest[0])) for module, target, *rest in edges]
+
+
+def test_owner_checker_allows_only_named_modules_to_import_dask() -> None:
+    found = forbidden_imports(_imports(
+        ("rumi_xarray.stac.graph", "dask.array"),        # named: allowed
+        ("rumi_xarray.write.batches", "dask"),           # named: allowed
+        ("rumi_xarray.stac.load", "dask.array"),         # beside a named one: refused
+        ("rumi_xarray.dask.newcomer", "distributed"),    # in dask/ but unnamed: refused
+        ("rumi_xarray.backend.array", "dask", True),     # TYPE_CHECKING: still refused
+        ("rumi_xarray.native.reads", "rumi"),            # owner folder: allowed
+        ("rumi_xarray.backend.open", "geozl"),           # outside native/: refused
+        ("rumi_xarray.backend.open", "numpy"),           # nobody's: allowed
+    ))
+    assert [f.partition(": ")[0] for f in found] == [
+        "rumi_xarray/stac/load.py:7", "rumi_xarray/dask/newcomer.py:7",
+        "rumi_xarray/backend/array.py:7", "rumi_xarray/backend/open.py:7"], found
+    assert "only the modules named in DASK_MODULES may" in found[0]
+    assert "(under TYPE_CHECKING)" in found[2]
+    assert found[3].endswith("only rumi_xarray.native may")
+
+
+def test_only_native_imports_librumi_and_only_named_modules_import_dask() -> None:
     found = forbidden_imports()
     assert not found, "\n".join(found)
+
+
+def test_every_module_named_to_import_dask_exists_and_imports_it() -> None:
+    # A name left in DASK_MODULES after its module moved or stopped importing dask
+    # would let a new module of that name import dask unseen.
+    importing = {i.module for i in all_imports()
+                 if i.target.partition(".")[0] in NAMED_OWNERS}
+    known = package_modules()
+    stale = sorted(m for m in DASK_MODULES if m not in known or m not in importing)
+    assert not stale, f"DASK_MODULES names modules that do not exist or import no dask: {stale}"
+
+
+# ---------------------------------------------------------------------------
+# (f) the layer order
+
+
+def layer_of(module: str) -> str:
+    """Return the layer of a package module: its top-level module or folder.
+
+    ``rumi_xarray`` itself and ``rumi_xarray.__main__`` are the top layer, ``__init__``.
+    """
+    parts = module.split(".")
+    if len(parts) == 1 or parts[1] == "__main__":
+        return "__init__"
+    return parts[1]
+
+
+def upward_imports(imports: list[Import] | None = None,
+                   layers: list[str] = LAYERS,
+                   allowed: frozenset[tuple[str, str]] = ALLOWED_UPWARD) -> list[str]:
+    """Return ``file:line module (layer) imports target (layer)`` for each upward import.
+
+    An import is upward when the imported package module is in a higher layer than the
+    importing one. Function-level imports count; ``TYPE_CHECKING`` ones never run and do
+    not. ``allowed`` holds the ``(lower, higher)`` pairs let through.
+    """
+    rank = {layer: n for n, layer in enumerate(layers)}
+    found = []
+    for i in all_imports() if imports is None else imports:
+        if i.type_checking or i.target.partition(".")[0] != "rumi_xarray":
+            continue
+        low, high = layer_of(i.module), layer_of(i.target)
+        if rank[high] <= rank[low] or (low, high) in allowed:
+            continue
+        found.append(f"{i.where()}: {i.module} ({low}) imports {i.target} ({high})")
+    return found
+
+
+def test_layer_checker_reports_upward_imports() -> None:
+    layers = ["errors", "model", "stac", "__init__"]
+    found = upward_imports(_imports(
+        ("rumi_xarray.stac.load", "rumi_xarray.model.grid"),   # downward
+        ("rumi_xarray.stac.load", "rumi_xarray.stac.plan"),    # same layer
+        ("rumi_xarray.model.grid", "rumi_xarray.stac.plan"),   # upward
+        ("rumi_xarray.model.grid", "rumi_xarray.stac.load", True),  # TYPE_CHECKING
+        ("rumi_xarray.errors", "rumi_xarray.model"),           # upward, but allowed
+        ("rumi_xarray.stac.load", "rumi_xarray"),              # upward to the package
+        ("rumi_xarray.__main__", "rumi_xarray.stac.load"),     # the top layer
+        ("rumi_xarray.model.grid", "numpy"),                   # not ours
+    ), layers, frozenset({("errors", "model")}))
+    assert found == [
+        "rumi_xarray/model/grid.py:7: rumi_xarray.model.grid (model) imports "
+        "rumi_xarray.stac.plan (stac)",
+        "rumi_xarray/stac/load.py:7: rumi_xarray.stac.load (stac) imports rumi_xarray "
+        "(__init__)"], found
+
+
+def test_every_module_is_in_a_layer() -> None:
+    missing = sorted({layer_of(m) for m in package_modules()} - set(LAYERS))
+    assert not missing, f"top-level modules or folders with no place in LAYERS: {missing}"
+
+
+def test_no_import_from_a_lower_layer_to_a_higher_one() -> None:
+    found = upward_imports()
+    assert not found, (f"imports against the layer order {' < '.join(LAYERS)} "
+                       f"(allowed: {sorted(ALLOWED_UPWARD)}):\n" + "\n".join(found))
+
+
+# ---------------------------------------------------------------------------
+# (g) model/ is pure
+
+#: The third-party packages model/ may reach.
+MODEL_MAY_IMPORT = frozenset({"numpy"})
+
+
+def impure_model_imports(imports: list[Import] | None = None,
+                         roots: str = "rumi_xarray.model") -> list[str]:
+    """Return each third-party import in what ``roots`` imports, followed through the package.
+
+    The modules under ``roots``, then every package module they import, and so on
+    (function-level imports count, ``TYPE_CHECKING`` ones do not), must import only
+    the standard library (:data:`sys.stdlib_module_names`), numpy and the package.
+    Each report names ``file:line``, the import and the chain of modules from model/.
+    """
+    imports = [i for i in (all_imports() if imports is None else imports)
+               if not i.type_checking]
+    by_module: dict[str, list[Import]] = {}
+    for i in imports:
+        by_module.setdefault(i.module, []).append(i)
+    start = sorted(m for m in by_module if m == roots or m.startswith(roots + "."))
+    via: dict[str, str | None] = dict.fromkeys(start)
+    queue = list(start)
+    found = []
+    while queue:
+        module = queue.pop(0)
+        for i in by_module.get(module, []):
+            top = i.target.partition(".")[0]
+            if top == "rumi_xarray":
+                if i.target not in via:
+                    via[i.target] = module
+                    queue.append(i.target)
+                continue
+            if top in sys.stdlib_module_names or top in MODEL_MAY_IMPORT:
+                continue
+            chain = [module]
+            while (parent := via[chain[-1]]) is not None:
+                chain.append(parent)
+            found.append(f"{i.where()}: {i.module} imports {i.target} "
+                         f"(reached {' <- '.join(chain)})")
+    return found
+
+
+def test_model_purity_checker_follows_package_imports() -> None:
+    found = impure_model_imports(_imports(
+        ("rumi_xarray.model.a", "numpy"),
+        ("rumi_xarray.model.a", "os.path"),
+        ("rumi_xarray.model.a", "rumi_xarray.errors"),
+        ("rumi_xarray.errors", "rumi_xarray.sources.redact"),
+        ("rumi_xarray.sources.redact", "fsspec"),                 # two steps away
+        ("rumi_xarray.model.b", "xarray", True),                  # TYPE_CHECKING
+        ("rumi_xarray.backend.open", "xarray"),                   # never reached
+    ))
+    assert found == ["rumi_xarray/sources/redact.py:7: rumi_xarray.sources.redact imports "
+                     "fsspec (reached rumi_xarray.sources.redact <- rumi_xarray.errors <- "
+                     "rumi_xarray.model.a)"], found
+
+
+def test_model_imports_no_third_party_package_but_numpy() -> None:
+    found = impure_model_imports()
+    assert not found, "model/ must stay pure (stdlib and numpy only):\n" + "\n".join(found)
 
 
 # ---------------------------------------------------------------------------

@@ -1,17 +1,28 @@
-"""Progress bars: unit by unit when on, off in pipes and on in terminals, the CLI switch.
+"""Progress bars: unit by unit when on, off in pipes and on in terminals, the CLI switch;
+and explain() counting the native calls a read makes whether a bar is shown or not.
 
-Each case runs a script in a subprocess whose stderr is a pipe or a pseudo-terminal, so
-tqdm decides as it would for a user.
+Each subprocess case runs a script whose stderr is a pipe or a pseudo-terminal, so
+tqdm decides as it would for a user. While a bar is shown, a large lazy window read
+runs as slices that share no frame (``planning.split_call``), one native call each, so
+the bar can move; explain() must say exactly that many calls wherever it runs. Ground
+truth is ``rx.stats()`` (what librumi was asked to run) and the array that was written.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
+import xarray as xr
 
+import rumi_xarray as rx
+from rumi_xarray.model import planning
+from rumi_xarray.write.to_rumi import to_rumi
+from tests.checks import run_with_stderr
 from tests.scenes import convert
 
 pytestmark = pytest.mark.filterwarnings(
@@ -24,6 +35,8 @@ import numpy as np, dask.array as da, xarray as xr
 import rumi_xarray as rx
 from rumi_xarray import progress
 from rumi_xarray.backend.dataset import backend_arrays
+from rumi_xarray.backend.execute import run_call
+from rumi_xarray.model import planning
 from rumi_xarray.model.planning import Call
 from rumi_xarray.native import reads
 from rumi_xarray.write.to_rumi import to_rumi
@@ -42,55 +55,32 @@ for i in range(5):
             time=[f"2024-02-0{i + 1}"])
 rx.catalog([f"{folder}/c{i}.rumi" for i in range(5)])
 print("STEP read", file=sys.stderr, flush=True)
-progress.READ_BAR_BYTES = 1000           # small enough to split this small read
-progress.READ_STEP_BYTES = 1
+planning.READ_BAR_BYTES = 1000           # small enough to split this small read
+planning.READ_STEP_BYTES = 1
 array = backend_arrays(xr.open_dataset(f"{folder}/a.rumi", engine="rumi"))[0]
 call = Call(scenes=(0,), rows=(0,), cols=(0,), times=(0, 1), bands=(0, 1, 2), height=64,
             width=48)
-got = progress.run(array.cube, call)
+got = run_call(array.cube, call, progress=progress.enabled())
 assert np.array_equal(got, reads.run(array.cube, call)), "sliced read differs"
 assert np.array_equal(got[0], data)
-print("DONE", len(progress.steps(array.cube, call)), file=sys.stderr, flush=True)
+print("DONE", len(planning.split_call(array.cube, call, progress=progress.enabled())),
+      file=sys.stderr, flush=True)
 """
 
 
 def run_script(tmp_path: Path, env: dict[str, str], *, terminal: bool = False
                ) -> tuple[int, str]:
     """Run PROGRESS_SCRIPT; stderr is a pipe, or a pseudo-terminal when ``terminal``."""
-    import subprocess
     import sys
+
+    from tests.checks import run_with_stderr
 
     script = tmp_path / "progress_script.py"
     script.write_text(PROGRESS_SCRIPT)
     full = {k: v for k, v in os.environ.items() if not k.startswith(("TQDM_", "RUMI_XARRAY_"))}
     full.update(env)
-    argv = [sys.executable, os.fspath(script), os.fspath(tmp_path)]
-    if not terminal:
-        done = subprocess.run(argv, env=full, capture_output=True, text=True, timeout=300,
-                              check=False)
-        return done.returncode, done.stderr
-    import fcntl
-    import pty
-    import struct
-    import termios
-
-    leader, follower = pty.openpty()
-    # A new pseudo-terminal is 0 columns wide; tqdm would draw nothing in it.
-    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
-    with subprocess.Popen(argv, env=full, stdout=subprocess.DEVNULL, stderr=follower) as proc:
-        os.close(follower)
-        chunks = []
-        while True:
-            try:
-                chunk = os.read(leader, 65536)
-            except OSError:  # the terminal closed with the process
-                break
-            if not chunk:
-                break
-            chunks.append(chunk)
-        code = proc.wait(timeout=300)
-    os.close(leader)
-    return code, b"".join(chunks).decode("utf-8", "replace")
+    return run_with_stderr([sys.executable, os.fspath(script), os.fspath(tmp_path)], full,
+                           terminal=terminal)
 
 
 def counts(text: str, total: int) -> set[int]:
@@ -134,3 +124,71 @@ def test_cli_progress_switch(tif: Path, tmp_path: Path) -> None:
     code, _, err = convert("convert", tif, tmp_path / "b.rumi", "--no-progress")
     assert code == 0 and "compressing" not in err
 
+
+# --- explain() counts the calls a read makes, with a bar shown or not -------------------
+
+
+def _cube(path: Path) -> np.ndarray:
+    times = np.datetime64("2024-01-01", "ns") + np.arange(2) * np.timedelta64(1, "D")
+    data = np.random.default_rng(3).integers(0, 1000, (2, 3, 64, 48)).astype(np.uint16)
+    to_rumi(xr.DataArray(data, dims=("time", "band", "y", "x"), coords={"time": times}),
+            path, tile_size=16, progress=False)
+    return data
+
+
+@pytest.mark.parametrize("shown", [True, False])
+def test_explain_counts_the_calls_the_read_makes(tmp_path: Path, shown: bool,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "a.rumi"
+    data = _cube(path)
+    # Small enough that this 36 KiB read is "large": it splits while a bar is shown.
+    monkeypatch.setattr(planning, "READ_BAR_BYTES", 1000)
+    monkeypatch.setattr(planning, "READ_STEP_BYTES", 1)
+    with rx.set_options(progress=shown, cache_bytes=0):
+        var = xr.open_dataset(path, engine="rumi").band_data
+        explained = var.rumi.explain()
+        rx.stats(reset=True)
+        values = var.values
+        ran = rx.stats()
+    np.testing.assert_array_equal(values, data)
+    assert explained.calls == ran["calls"]
+    assert explained.items == ran["items"]
+    assert explained.decoded_bytes == ran["bytes"]
+    assert explained.frames == ran["planned_frames"] == 2 * 3 * 4 * 3  # no frame twice
+    # Frames hold one (time, band) plane each and walk time outermost: slices by time.
+    assert ran["calls"] == (2 if shown else 1)
+
+
+SCRIPT = r"""
+import sys
+import xarray as xr
+import rumi_xarray as rx
+from rumi_xarray.model import planning
+
+planning.READ_BAR_BYTES, planning.READ_STEP_BYTES = 1000, 1
+with rx.set_options(cache_bytes=0):
+    var = xr.open_dataset(sys.argv[1], engine="rumi").band_data
+    explained = var.rumi.explain().calls
+    rx.stats(reset=True)
+    var.values
+    print("COUNTS", explained, rx.stats()["calls"], file=sys.stderr, flush=True)
+"""
+
+
+def _run(tmp_path: Path, path: Path, *, terminal: bool) -> tuple[int, int]:
+    """Run SCRIPT with stderr a pipe or a pseudo-terminal; return (explained, ran)."""
+    script = tmp_path / "explain_script.py"
+    script.write_text(SCRIPT)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TQDM_", "RUMI_XARRAY_"))}
+    code, text = run_with_stderr([sys.executable, os.fspath(script), os.fspath(path)], env,
+                                 terminal=terminal)
+    assert code == 0, text
+    explained, ran = text.split("COUNTS")[1].split()[:2]
+    return int(explained), int(ran)
+
+
+def test_explain_matches_the_read_in_a_pipe_and_in_a_terminal(tmp_path: Path) -> None:
+    path = tmp_path / "a.rumi"
+    _cube(path)
+    assert _run(tmp_path, path, terminal=False) == (1, 1)  # no bar in a pipe: one call
+    assert _run(tmp_path, path, terminal=True) == (2, 2)   # a bar: one call per slice

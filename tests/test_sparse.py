@@ -7,6 +7,7 @@ tracemalloc (numpy reports its buffers to it). No timings.
 
 from __future__ import annotations
 
+import os
 import tracemalloc
 
 import numpy as np
@@ -15,7 +16,7 @@ import rumi
 import xarray as xr
 
 import rumi_xarray as rx
-from rumi_xarray.backend import lazy
+from rumi_xarray.backend import route
 from rumi_xarray.write.to_rumi import write_array
 from tests.checks import assert_explain_matches_reads
 
@@ -158,7 +159,7 @@ def test_cache_stays_within_its_bound(sparse_file):
     path, data = sparse_file
     var = xr.open_dataset(path, engine="rumi").band_data
     plane = 64 * 64 * 2
-    bound = lazy.CACHE_FRACTION * 12 * plane  # reads of up to 12 planes may be cached
+    bound = route.CACHE_FRACTION * 12 * plane  # reads of up to 12 planes may be cached
     ys, xs = points_of(40, data.shape[2:], seed=11)  # 40 cells x 6 planes: > the bound
     with rx.set_options(cache_bytes=bound):
         for rep in range(3):
@@ -171,7 +172,7 @@ def test_cache_stays_within_its_bound(sparse_file):
         assert rx.cache_info()["bytes"] > bound // 2  # and filled up to its bound
     # a read larger than the chosen fraction of the cache never goes through it
     rx.clear_cache()
-    with rx.set_options(cache_bytes=8 * plane * lazy.CACHE_FRACTION - 1):
+    with rx.set_options(cache_bytes=8 * plane * route.CACHE_FRACTION - 1):
         for _ in range(3):
             var.isel(y=slice(0, 64), x=slice(0, 128)).load()  # 2 cells x 6 planes
         assert rx.cache_info()["entries"] == 0
@@ -221,3 +222,23 @@ def test_whole_load_is_one_call_into_the_result(sparse_file):
                 if cache_bytes is None:
                     break
             assert rx.cache_info()["entries"] == 0
+
+
+def test_remote_call_threads_start_afresh_in_a_forked_child() -> None:
+    # dask's processes scheduler forks workers after the parent read remotely: the
+    # child inherits the pool object but none of its threads.
+    from rumi_xarray.backend.execute import REMOTE
+
+    parent = REMOTE.executor()
+    assert parent.submit(int, "7").result(timeout=20) == 7
+    pid = os.fork()
+    if pid == 0:
+        try:
+            child = REMOTE.executor()
+            ok = child is not parent and child.submit(int, "7").result(timeout=20) == 7
+        except BaseException:
+            ok = False
+        os._exit(0 if ok else 3)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert REMOTE.executor() is parent  # the parent keeps its own

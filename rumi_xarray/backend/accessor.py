@@ -20,8 +20,10 @@ def explain(obj: xr.Dataset | xr.DataArray) -> Explanation:
     """Dry-run the reads computing ``obj`` would make (lazy or dask-backed).
 
     For a lazily indexed variable: the read its current selection makes (the
-    tile cache as it is now). For a dask-backed one: every chunk read left
-    after dask culls and optimizes the graph exactly as ``compute`` does.
+    tile cache as it is now, the progress setting of this process: while a
+    bar is shown a large window runs in slices). For a dask-backed one:
+    every chunk read left after dask culls and optimizes the graph exactly
+    as ``compute`` does.
 
     Parameters
     ----------
@@ -31,26 +33,20 @@ def explain(obj: xr.Dataset | xr.DataArray) -> Explanation:
     -------
     Explanation
     """
-    from rumi_xarray.native.reads import plan_ranges
+    from rumi_xarray import progress
+    from rumi_xarray.native.reads import explain_calls
 
-    planned = [(array, array.planned_calls(key)) for array, key in _reads(obj)]
-    calls = items = frames = compressed = decoded = nranges = 0
-    for array, array_calls in planned:
-        cube = array.cube
-        for call in array_calls:
-            calls += 1
-            items += len(call.scenes)
-            decoded += len(call.scenes) * call.samples_per_item * cube.grid.dtype.itemsize
-            for s, r, c in zip(call.scenes, call.rows, call.cols, strict=True):
-                ranges = plan_ranges(cube.scenes[s], call.times, call.bands, r, c,
-                                     call.height, call.width)
-                frames += len(ranges)
-                nranges += len(ranges)
-                compressed += sum(length for _, length in ranges)
-    tables = tuple(dict.fromkeys(cost for array, _ in planned
+    # One setting for every read, passed explicitly: a lazily indexed read splits
+    # a large window into slices exactly when a bar is shown (planning.split_call).
+    shown = progress.enabled()
+    reads = _reads(obj)
+    calls = [(array.cube, call) for array, key in reads
+             for call in (array.planned_calls(key, progress=shown)
+                          if getattr(array, "rumi_backend_array", False)
+                          else array.planned_calls(key))]
+    tables = tuple(dict.fromkeys(cost for array, _ in reads
                                  if (cost := getattr(array.cube.scenes, "cost", ""))))
-    return Explanation(calls=calls, items=items, frames=frames, compressed_bytes=compressed,
-                       decoded_bytes=decoded, ranges=nranges, tables=tables)
+    return explain_calls(calls, tables)
 
 
 def _reads(obj: xr.Dataset | xr.DataArray) -> list[tuple[Any, Any]]:
@@ -73,7 +69,7 @@ def _reads(obj: xr.Dataset | xr.DataArray) -> list[tuple[Any, Any]]:
                 if (id(source), repr(key)) in seen:  # one read shared by several variables
                     continue
                 seen.add((id(source), repr(key)))
-                if hasattr(source, "planned_reads"):  # STAC loads (rumi_xarray.dask.stac)
+                if hasattr(source, "planned_reads"):  # STAC loads (rumi_xarray.stac.graph)
                     found.extend(source.planned_reads(key))
                     continue
                 located = find_backend(_index_lazily(source, key))

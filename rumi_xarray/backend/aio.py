@@ -5,7 +5,7 @@ librumi is synchronous (it releases the GIL while it reads), so an
 Loads that arrive together -- ``asyncio.gather`` of several ``load_async``
 calls -- are collected for as long as new ones keep arriving in consecutive
 loop iterations (at most a few), then served in ONE worker job: the window
-reads of the same cube are planned together (:func:`planning.plan`), so equal
+reads of the same cube are batched together (:func:`planning.batch_requests`), so equal
 windows of one file or of a catalog's scenes share one ``read_many`` and
 windows of one scene share one call across their time steps. Other reads
 (scattered, points, cached) run as the synchronous path would.
@@ -20,9 +20,10 @@ from typing import Any
 
 import numpy as np
 
-from rumi_xarray.backend import lazy
+from rumi_xarray import progress as bars
+from rumi_xarray.backend import execute
+from rumi_xarray.backend.route import window_assembly
 from rumi_xarray.model import planning
-from rumi_xarray.native import reads
 
 #: Loop iterations a batch waits for more loads to join, at most.
 _DEFER = 3
@@ -103,7 +104,7 @@ async def submit(array: Any, key: Any) -> np.ndarray:
 def serve(requests: list[tuple[Any, Any]]) -> list[Outcome]:
     """Serve a batch of ``(backend array, key)`` loads (runs in a worker thread).
 
-    Window reads of the same cube are planned and read together; everything
+    Window reads of the same cube are batched and read together; everything
     else is read as ``array[key]`` would.
 
     Parameters
@@ -121,7 +122,7 @@ def serve(requests: list[tuple[Any, Any]]) -> list[Outcome]:
     for i, (array, key) in enumerate(requests):
         try:
             read = array.lazy_read(key)
-            route = read.route(commit=True)
+            route = read.route(commit=True, progress=bars.enabled())
             if route is not None and route.direct is not None and read.outer is not None:
                 group = _cube_key(cubes, read.cube)
                 windows[group].append((i, read, read.outer.window()))
@@ -148,12 +149,13 @@ def _serve_windows(cube: Any, members: list[tuple[int, Any, planning.Request]],
                    outcomes: list[Outcome | None]) -> None:
     """Read the windows of one cube with the fewest native calls."""
     requests = [request for _, _, request in members]
-    plan = (lazy.direct_plan(cube, requests[0]) if len(requests) == 1
-            else planning.plan(cube, requests))
+    assembly = (window_assembly(cube, requests[0]) if len(requests) == 1
+                else planning.batch_requests(cube, requests))
     try:
-        results = [reads.run(cube, call) for call in plan.calls]
-        for (i, read, request), parts in zip(members, plan.parts, strict=True):
-            block = lazy.assemble(request, parts, plan.calls, results, cube.grid.dtype)
+        # No bar here: one worker job serves many loads, each call whole.
+        results = [execute.run_call(cube, call, progress=False) for call in assembly.calls]
+        for (i, read, request), parts in zip(members, assembly.parts, strict=True):
+            block = planning.assemble(request, parts, assembly.calls, results, cube.grid.dtype)
             outcomes[i] = (True, read.finish_window(block))
     except Exception as exc:
         if len(members) == 1:
@@ -163,7 +165,8 @@ def _serve_windows(cube: Any, members: list[tuple[int, Any, planning.Request]],
         # its own result or the error that names its own file and selection.
         for i, read, request in members:
             try:
-                block = lazy.run_direct(cube, lazy.direct_plan(cube, request), request)
+                block = execute.run_assembly(cube, window_assembly(cube, request), request,
+                                             progress=bars.enabled())
                 outcomes[i] = (True, read.finish_window(block))
             except Exception as exc:
                 outcomes[i] = (False, exc)

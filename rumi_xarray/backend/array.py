@@ -1,4 +1,4 @@
-"""The lazily indexed backend array over a cube: one planned read per access."""
+"""The lazily indexed backend array over a cube: one routed read per access."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ import numpy as np
 from xarray.backends import BackendArray
 from xarray.core import indexing
 
-from rumi_xarray.backend import lazy
+from rumi_xarray import progress as bars
+from rumi_xarray.backend import execute
+from rumi_xarray.backend.route import Route, route_outer, route_points
 from rumi_xarray.errors import RumiSelectionError
 from rumi_xarray.model.cube import Cube
 from rumi_xarray.model.planning import Call
@@ -43,25 +45,28 @@ class LazyRead:
     out_shape: tuple[int, ...]
     drop: tuple[bool, ...]
 
-    def route(self, commit: bool) -> lazy.Route | None:
+    def route(self, *, commit: bool, progress: bool) -> Route | None:
         """Return how this access reads now (``None``: it selects nothing).
 
         Parameters
         ----------
         commit : bool
             Let the tile cache remember this access (``False`` for ``explain()``).
+        progress : bool
+            Whether a progress bar is shown for the read (large window reads
+            then run in slices).
 
         Returns
         -------
         Route or None
         """
         if self.outer is not None:
-            return lazy.route_outer(self.cube, self.outer, commit)
+            return route_outer(self.cube, self.outer, commit=commit, progress=progress)
         if self.points is not None:
-            return lazy.route_points(self.cube, self.points, commit)
+            return route_points(self.cube, self.points, commit=commit, progress=progress)
         return None
 
-    def run(self, route: lazy.Route | None = None) -> np.ndarray:
+    def run(self, route: Route | None = None) -> np.ndarray:
         """Read and return the result.
 
         Parameters
@@ -74,10 +79,10 @@ class LazyRead:
         numpy.ndarray
         """
         if self.points is not None:
-            return lazy.read_points(self.cube, self.points, route)
+            return execute.read_points(self.cube, self.points, route)
         if self.outer is None:
             return self.finish(np.empty(self.out_shape, dtype=self.cube.grid.dtype))
-        return self.finish(lazy.read_outer(self.cube, self.outer, route))
+        return self.finish(execute.read_outer(self.cube, self.outer, route))
 
     def finish_window(self, block: np.ndarray) -> np.ndarray:
         """Return the result from the block of this (dense OUTER) access's window.
@@ -92,7 +97,7 @@ class LazyRead:
         numpy.ndarray
         """
         assert self.outer is not None
-        return self.finish(lazy.orient(self.outer, block))
+        return self.finish(execute.orient(self.outer, block))
 
     def finish(self, data: np.ndarray) -> np.ndarray:
         """Restore repeated time steps/bands and drop integer-indexed axes.
@@ -100,7 +105,7 @@ class LazyRead:
         Parameters
         ----------
         data : numpy.ndarray
-            ``(times, bands, ys, xs)`` as :func:`lazy.read_outer` returns it.
+            ``(times, bands, ys, xs)`` as :func:`execute.read_outer` returns it.
 
         Returns
         -------
@@ -121,8 +126,8 @@ class RumiBackendArray(BackendArray):
     Supports xarray's VECTORIZED indexing directly: OUTER keys (integers,
     slices with any step and integer arrays on every dimension, negative
     indices included) and pointwise keys (``isel(y=DataArray, x=DataArray)``,
-    integer arrays broadcast against each other). Each access is one planned
-    read (:mod:`rumi_xarray.backend.lazy`): a window is one native call
+    integer arrays broadcast against each other). Each access is one routed
+    read (:mod:`rumi_xarray.backend.route`): a window is one native call
     straight into the result; scattered rows and columns, and points, read
     only the tile cells that hold a selected pixel, each once. The array
     holds only picklable descriptions (paths, headers), so it is thread-safe
@@ -247,20 +252,26 @@ class RumiBackendArray(BackendArray):
                 f"{self.cube.name}: selection {key.tuple!r} is out of range for shape "
                 f"{self.shape} {self.dims}: {exc}") from exc
 
-    def planned_calls(self, key: indexing.ExplicitIndexer | None = None) -> list[Call]:
+    def planned_calls(self, key: indexing.ExplicitIndexer | None = None, *,
+                      progress: bool | None = None) -> list[Call]:
         """Return the native calls ``self[key]`` would make now (``explain()``).
 
         Reads the tile cache without changing it, so the calls are exactly
-        those the next ``self[key]`` makes.
+        those the next ``self[key]`` makes with the same progress setting.
 
         Parameters
         ----------
         key : ExplicitIndexer, optional
             ``None`` reads the whole array.
+        progress : bool, optional
+            Whether a progress bar is shown for the read; ``None``: as it
+            would be in this process now (``rx.set_options(progress=...)``,
+            else a terminal or notebook).
 
         Returns
         -------
         list of Call
         """
-        route = self.lazy_read(key).route(commit=False)
+        shown = bars.enabled() if progress is None else progress
+        route = self.lazy_read(key).route(commit=False, progress=shown)
         return [] if route is None else route.calls

@@ -3,9 +3,12 @@
 Like GDAL's block cache: exploring pixels and chips near each other decodes
 each frame once. Entries are whole decoded tile planes, one per (scene, time
 step, band, tile cell), held in the blocks native calls decoded them into.
-The key holds the scene's header bytes (frame offsets, sizes and checksums)
-and, for local files, the file's identity and modification time, so a
-different or rewritten file can never be served from the cache.
+The key (:func:`rumi_xarray.backend.route.identity`) holds the scene's
+header bytes (frame offsets, sizes and checksums) and, for local files, the
+file's identity and modification time, so a different or rewritten file can
+never be served from the cache. What goes into the cache, and when, is the
+read route's policy (:mod:`rumi_xarray.backend.route`); this module only
+stores.
 """
 
 from __future__ import annotations
@@ -18,8 +21,6 @@ from typing import Any
 import numpy as np
 
 from rumi_xarray import options
-from rumi_xarray.errors import with_context
-from rumi_xarray.model.cube import Scene
 
 #: Default budget: 5 % of physical memory, between 64 MiB and 2 GiB, and in a
 #: dask worker at most 10 % of the worker's memory limit.
@@ -298,36 +299,3 @@ def cache_info() -> dict[str, int]:
         ``bytes``, ``max_bytes``, ``entries``, ``hits``, ``misses``.
     """
     return get_cache().info()
-
-
-def identity(scene: Scene) -> tuple[Any, ...]:
-    """Return a key part that changes whenever the scene's content may have.
-
-    Parameters
-    ----------
-    scene : Scene
-
-    Returns
-    -------
-    tuple
-        The header (which locates and checksums every frame) plus, for local
-        files, device, inode, size and modification time.
-
-    Raises
-    ------
-    RumiFileNotFoundError
-        A local file is gone.
-    """
-    source, header = scene.source, scene.header
-    if isinstance(source, str) and "://" not in source:
-        try:
-            st = os.stat(source)
-        except OSError as exc:
-            raise with_context(exc, f"{scene.describe()}: cannot read the file",
-                               source=scene.name, row=scene.catalog_row) from exc
-        return ("file", source, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, header)
-    if isinstance(source, (bytearray, memoryview)):
-        source = bytes(source)
-    # bytes are immutable and hash by content (cached by Python), URLs by
-    # text, range sources by their own equality: none can alias another file.
-    return ("other", source, header)

@@ -1,7 +1,7 @@
 """Chips for models: ``rx.read_chips``, ``rx.explain_chips`` and ``.rumi.chips``.
 
 A batch of chips (one size, one band selection, any dates and scenes) is
-planned by :mod:`rumi_xarray.model.chips` and read by one ``rumi.read_many``
+batched by :mod:`rumi_xarray.model.chips` and read by one ``rumi.read_many``
 per scene-local date, straight into the output (numpy) or into librumi's own
 allocation handed over through DLPack (``framework="torch"`` ...), so a
 batch from single-date scenes costs one native call and no copy.
@@ -25,7 +25,7 @@ import xarray as xr
 from rumi_xarray.backend.array import RumiBackendArray
 from rumi_xarray.backend.wrappers import find_backend
 from rumi_xarray.errors import RumiSelectionError, RumiUnsupportedError
-from rumi_xarray.model.chips import ChipPlan, as_starts, plan_chips
+from rumi_xarray.model.chips import ChipBatch, as_starts, batch_chips
 from rumi_xarray.model.costs import Explanation
 from rumi_xarray.model.cube import Cube
 
@@ -385,21 +385,21 @@ def read_chips(cube: Any, starts: Any, size: int, *, bands: Any = None,
     source = chip_source(cube)
     if framework not in _frameworks():
         raise RumiSelectionError(f"framework must be one of {_frameworks()}, got {framework!r}")
-    plan = _plan(source, starts, size, bands, boundless)
+    batch = _batch(source, starts, size, bands, boundless)
     if out is not None:
-        shape = (plan.n, len(plan.bands), plan.size, plan.size)
+        shape = (batch.n, len(batch.bands), batch.size, batch.size)
         if (framework != "numpy" or mask_and_scale or out.shape != shape
                 or out.dtype != source.dtype or not out.flags.c_contiguous):
             raise RumiSelectionError(
                 f"out= must be a C-contiguous {shape} {source.dtype} numpy array (raw samples, "
                 f"framework='numpy'), got {out.shape} {out.dtype}")
-        return _execute(source, plan, "numpy", fill_value=_raw_fill(source, fill_value, False),
+        return _execute(source, batch, "numpy", fill_value=_raw_fill(source, fill_value, False),
                         out=out)
     if mask_and_scale:
-        raw = _execute(source, plan, "numpy", fill_value=_raw_fill(source, fill_value, True))
+        raw = _execute(source, batch, "numpy", fill_value=_raw_fill(source, fill_value, True))
         decoded = _decode(source, raw, fill_value)
         return _adopt(decoded, framework)
-    return _execute(source, plan, framework, fill_value=_raw_fill(source, fill_value, False))
+    return _execute(source, batch, framework, fill_value=_raw_fill(source, fill_value, False))
 
 
 def _frameworks() -> tuple[str, ...]:
@@ -414,9 +414,9 @@ def _adopt(array: np.ndarray, framework: str) -> Any:
     return adopt(array, framework)
 
 
-def _plan(source: ChipSource, starts: Any, size: int, bands: Any, boundless: bool) -> ChipPlan:
+def _batch(source: ChipSource, starts: Any, size: int, bands: Any, boundless: bool) -> ChipBatch:
     positions = source.band_positions(bands)
-    return plan_chips(source.cube, source.cube_starts(starts), size, positions,
+    return batch_chips(source.cube, source.cube_starts(starts), size, positions,
                       boundless=boundless)
 
 
@@ -431,15 +431,15 @@ def _raw_fill(source: ChipSource, fill_value: Any, masked: bool) -> Any:
     return 0
 
 
-def _execute(source: ChipSource, plan: ChipPlan, framework: str, *, fill_value: Any,
+def _execute(source: ChipSource, batch: ChipBatch, framework: str, *, fill_value: Any,
              out: np.ndarray | None = None) -> Any:
-    """Run a chip plan and return ``(n, band, size, size)`` in ``framework``."""
+    """Run a chip batch and return ``(n, band, size, size)`` in ``framework``."""
     from rumi_xarray.native import reads
 
     cube = source.cube
-    n, nb, s = plan.n, len(plan.bands), plan.size
-    if plan.direct:
-        call = plan.calls[0]
+    n, nb, s = batch.n, len(batch.bands), batch.size
+    if batch.direct:
+        call = batch.calls[0]
         if framework == "numpy":
             if out is None:
                 out = np.empty((n, nb, s, s), dtype=cube.grid.dtype)
@@ -449,9 +449,9 @@ def _execute(source: ChipSource, plan: ChipPlan, framework: str, *, fill_value: 
     if out is None:
         out = np.empty((n, nb, s, s), dtype=cube.grid.dtype)
     out[...] = fill_value
-    for index, call in enumerate(plan.calls):
+    for index, call in enumerate(batch.calls):
         result = reads.run(cube, call)
-        for p in plan.placements:
+        for p in batch.placements:
             if p.call == index:
                 out[p.chip, :, p.oy:p.oy + p.h, p.ox:p.ox + p.w] = (
                     result[p.item, p.t, :, p.sy:p.sy + p.h, p.sx:p.sx + p.w])
@@ -489,23 +489,11 @@ def explain_chips(cube: Any, starts: Any, size: int, *, bands: Any = None,
         Native calls, windows, frames, compressed bytes and byte ranges
         (librumi's own plan of each window), decoded bytes.
     """
-    from rumi_xarray.native.reads import plan_ranges
+    from rumi_xarray.native.reads import explain_calls
 
     source = chip_source(cube)
-    plan = _plan(source, starts, size, bands, boundless)
-    c = source.cube
-    items = frames = compressed = decoded = nranges = 0
-    for call in plan.calls:
-        items += len(call.scenes)
-        decoded += len(call.scenes) * call.samples_per_item * c.grid.dtype.itemsize
-        for s, r, col in zip(call.scenes, call.rows, call.cols, strict=True):
-            ranges = plan_ranges(c.scenes[s], call.times, call.bands, r, col, call.height,
-                                 call.width)
-            frames += len(ranges)
-            nranges += len(ranges)
-            compressed += sum(length for _, length in ranges)
-    return Explanation(calls=len(plan.calls), items=items, frames=frames,
-                       compressed_bytes=compressed, decoded_bytes=decoded, ranges=nranges)
+    batch = _batch(source, starts, size, bands, boundless)
+    return explain_calls((source.cube, call) for call in batch.calls)
 
 
 # --- labelled chips ----------------------------------------------------------------

@@ -79,9 +79,11 @@ def open_rumi(filename_or_obj: Any, *, drop_variables: str | Iterable[str] | Non
     scene, meta = scene_of(source, header)
     grid = Grid.from_metadata(meta)
     cube = Cube.single(scene, grid)
-    facts = cf.gather(scene.source, sidecar=sidecar, storage_options=storage_options,
-                      nodata=nodata, scale_factor=scale_factor, add_offset=add_offset,
-                      units=units, dtype=grid.dtype, where=scene.name, pending=pending)
+    facts = cf.source_cf_attributes(scene.source, sidecar=sidecar,
+                                    storage_options=storage_options, nodata=nodata,
+                                    scale_factor=scale_factor, add_offset=add_offset,
+                                    units=units, dtype=grid.dtype, where=scene.name,
+                                    pending=pending)
     labels = dataset.Labels.from_metadata(meta, scene.name)
     transform, crs, pixel_is_point = georef.with_sidecar(
         labels.transform, labels.crs, labels.pixel_is_point, facts, scene.name)

@@ -175,9 +175,9 @@ def prefetch(source: Any, *, sidecar: bool | str | os.PathLike[str] | None = Non
     Parameters
     ----------
     source : str or other source
-        The resolved source (as :func:`gather` receives it).
+        The resolved source (as :func:`source_cf_attributes` receives it).
     sidecar : bool or path, optional
-        As for :func:`gather`.
+        As for :func:`source_cf_attributes`.
     storage_options : mapping, optional
 
     Returns
@@ -341,11 +341,12 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def gather(source: Any, *, sidecar: bool | str | os.PathLike[str] | None = None,
-           storage_options: Mapping[str, Any] | None = None, nodata: Any = None,
-           scale_factor: float | None = None, add_offset: float | None = None,
-           units: str | None = None, dtype: np.dtype | None = None,
-           where: str = "", pending: Prefetch | None = None) -> dict[str, Any]:
+def source_cf_attributes(source: Any, *,
+                         sidecar: bool | str | os.PathLike[str] | None = None,
+                         storage_options: Mapping[str, Any] | None = None, nodata: Any = None,
+                         scale_factor: float | None = None, add_offset: float | None = None,
+                         units: str | None = None, dtype: np.dtype | None = None,
+                         where: str = "", pending: Prefetch | None = None) -> dict[str, Any]:
     """Return the CF attributes of a source: its sidecar's, overridden by keywords.
 
     Parameters

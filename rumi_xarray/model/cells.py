@@ -1,15 +1,15 @@
-"""Tile cells a sparse selection touches, the windows that read them, and the gathers.
+"""Tile cells a scattered selection touches, the cell windows that read them, the targets.
 
 Pure: no I/O. A scattered selection (rows and columns far apart, or points)
 is read cell by cell: a frame is one tile cell, so decoding a cell's frames
 once serves every selected pixel in it. Each touched ``(scene, cell)`` is one
-:class:`Item`: a window inside the cell that covers the selected pixels
-there (1 x 1 for a lone pixel, else one size common to the selection so
-that the windows batch into few ``read_many`` calls; never beyond the cell,
-so no other frame is touched). A :class:`GridTarget` (OUTER rows x columns) or
-:class:`PointTarget` (pointwise pairs) says where each plane of the item
-goes in the output; :func:`batches` groups items into native calls under a
-decoded-bytes budget.
+:class:`CellWindow`: a window inside the cell that covers the selected
+pixels there (1 x 1 for a lone pixel, else one size common to the selection
+so that the windows batch into few ``read_many`` calls; never beyond the
+cell, so no other frame is touched). A :class:`GridTarget` (OUTER rows x
+columns) or :class:`PointTarget` (pointwise pairs) says where each plane of
+the cell window goes in the result; :func:`batches` groups cell windows into
+native calls under a decoded-bytes budget.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import numpy as np
 
 from rumi_xarray.model.cube import Cube
 from rumi_xarray.model.grid import Grid
-from rumi_xarray.model.planning import Call
+from rumi_xarray.model.planning import Block, Call
 from rumi_xarray.model.selection import Points, Selection
 
 #: An index along one axis: a slice (basic indexing, no copy) or positions.
@@ -32,36 +32,26 @@ Index = slice | np.ndarray
 
 
 @dataclass(frozen=True)
-class Item:
+class CellWindow(Block):
     """One window inside one tile cell of one scene, with its time steps and bands.
 
     Attributes
     ----------
-    scene : int
-        Scene of the cube.
-    cell_row, cell_col : int
-        The tile cell.
     times : tuple of int
         Local time steps of the scene, sorted and distinct.
     bands : tuple of int
         Bands, sorted and distinct.
     row, col, height, width : int
         The window, inside the cell.
+    scene : int
+        Scene of the cube.
+    cell_row, cell_col : int
+        The tile cell.
     """
 
     scene: int
     cell_row: int
     cell_col: int
-    times: tuple[int, ...]
-    bands: tuple[int, ...]
-    row: int
-    col: int
-    height: int
-    width: int
-
-    def nbytes(self, itemsize: int) -> int:
-        """Return the decoded size of the window's planes."""
-        return len(self.times) * len(self.bands) * self.height * self.width * itemsize
 
 
 def cell_extent(grid: Grid, cell_row: int, cell_col: int) -> tuple[int, int, int, int]:
@@ -81,8 +71,8 @@ def cell_extent(grid: Grid, cell_row: int, cell_col: int) -> tuple[int, int, int
     return r, c, min(th, grid.height - r), min(tw, grid.width - c)
 
 
-def whole_cell(grid: Grid, item: Item) -> Item:
-    """Return the item's whole cell, as the tile cache stores it.
+def whole_cell(grid: Grid, window: CellWindow) -> CellWindow:
+    """Return the cell window's whole cell, as the tile cache stores it.
 
     A frame that holds every time step (or band) of the cell is decoded
     whole whatever is asked of it, so the cache keeps all of them.
@@ -90,27 +80,28 @@ def whole_cell(grid: Grid, item: Item) -> Item:
     Parameters
     ----------
     grid : Grid
-    item : Item
+    window : CellWindow
 
     Returns
     -------
-    Item
+    CellWindow
     """
-    r, c, h, w = cell_extent(grid, item.cell_row, item.cell_col)
-    times = item.times if "t" in grid.index_order else tuple(range(grid.time_count))
-    bands = item.bands if "b" in grid.index_order else tuple(range(grid.bands))
-    return Item(item.scene, item.cell_row, item.cell_col, times, bands, r, c, h, w)
+    r, c, h, w = cell_extent(grid, window.cell_row, window.cell_col)
+    times = window.times if "t" in grid.index_order else tuple(range(grid.time_count))
+    bands = window.bands if "b" in grid.index_order else tuple(range(grid.bands))
+    return replace(window, times=times, bands=bands, row=r, col=c, height=h, width=w)
 
 
 def _sized(targets: list[Any], grid: Grid) -> list[Any]:
-    """Give every target's item its final window; items arrive holding their bounding box.
+    """Give every target its final cell window; they arrive holding their bounding box.
 
-    A single pixel reads a 1 x 1 window; every other item reads one common
-    size (the largest bounding box, clipped to its cell), so the items of a
-    selection fall into few window sizes and batch into few ``read_many``
-    calls. A window never leaves its cell: no other frame is touched.
+    A single pixel reads a 1 x 1 window; every other cell window reads one
+    common size (the largest bounding box, clipped to its cell), so the cell
+    windows of a selection fall into few sizes and batch into few
+    ``read_many`` calls. A window never leaves its cell: no other frame is
+    touched.
     """
-    boxes = [t.item for t in targets]
+    boxes = [t.window for t in targets]
     multi = [b for b in boxes if b.height > 1 or b.width > 1]
     big_h = max((b.height for b in multi), default=1)
     big_w = max((b.width for b in multi), default=1)
@@ -121,17 +112,18 @@ def _sized(targets: list[Any], grid: Grid) -> list[Any]:
         height, width = min(big_h, h), min(big_w, w)
         row = min(box.row, r0 + h - height)
         col = min(box.col, c0 + w - width)
-        target.item = replace(box, row=row, col=col, height=height, width=width)
+        target.window = replace(box, row=row, col=col, height=height, width=width)
     return targets
 
 
 def _box(scene: int, cell: tuple[int, int], times: tuple[int, ...], bands: tuple[int, ...],
-         origin: tuple[int, int], ys: np.ndarray, xs: np.ndarray) -> Item:
-    """Return the item of the bounding box of cell-relative positions (sized later)."""
+         origin: tuple[int, int], ys: np.ndarray, xs: np.ndarray) -> CellWindow:
+    """Return the cell window of the bounding box of cell-relative positions (sized later)."""
     r0, c0 = origin
     y0, x0 = int(ys.min()), int(xs.min())
-    return Item(scene, cell[0], cell[1], times, bands, r0 + y0, c0 + x0,
-                int(ys.max()) - y0 + 1, int(xs.max()) - x0 + 1)
+    return CellWindow(times=times, bands=bands, row=r0 + y0, col=c0 + x0,
+                      height=int(ys.max()) - y0 + 1, width=int(xs.max()) - x0 + 1,
+                      scene=scene, cell_row=cell[0], cell_col=cell[1])
 
 
 def as_index(values: np.ndarray) -> Index:
@@ -182,11 +174,11 @@ def _rows(values: tuple[int, ...] | np.ndarray) -> dict[int, np.ndarray]:
 
 
 class GridTarget:
-    """Where the planes of one item go in an OUTER result ``(time, band, y, x)``.
+    """Where the planes of one cell window go in an OUTER result ``(time, band, y, x)``.
 
     Parameters
     ----------
-    item : Item
+    window : CellWindow
     t_rows : dict
         Local time step -> result positions along time.
     b_rows : dict
@@ -197,9 +189,10 @@ class GridTarget:
         Likewise for columns.
     """
 
-    def __init__(self, item: Item, t_rows: dict[int, np.ndarray], b_rows: dict[int, np.ndarray],
-                 out_y: Index, cell_y: Index, out_x: Index, cell_x: Index) -> None:
-        self.item = item
+    def __init__(self, window: CellWindow, t_rows: dict[int, np.ndarray],
+                 b_rows: dict[int, np.ndarray], out_y: Index, cell_y: Index, out_x: Index,
+                 cell_x: Index) -> None:
+        self.window = window
         self.t_rows, self.b_rows = t_rows, b_rows
         self.out_y, self.cell_y, self.out_x, self.cell_x = out_y, cell_y, out_x, cell_x
 
@@ -241,28 +234,29 @@ def _positions(index: Index) -> np.ndarray:
 
 
 class PointTarget:
-    """Where the planes of one item go in a gathered ``(time, band, point)`` block.
+    """Where the planes of one cell window go in a gathered ``(time, band, point)`` block.
 
     Parameters
     ----------
-    item : Item
+    window : CellWindow
     t_rows : dict
         Local time step -> block positions along time (``[0]`` when every
         point has its own time step).
     b_rows : dict
         Band -> block positions along band (``[0]`` when per point).
     points : numpy.ndarray
-        The points of the item (block positions along the point axis).
+        The points in the cell window (block positions along the point axis).
     cell_y, cell_x : numpy.ndarray
         Their row and column relative to the cell's first row and column.
     point_t, point_b : numpy.ndarray or None
         Their own local time step / band, when they have one.
     """
 
-    def __init__(self, item: Item, t_rows: dict[int, np.ndarray], b_rows: dict[int, np.ndarray],
-                 points: np.ndarray, cell_y: np.ndarray, cell_x: np.ndarray,
-                 point_t: np.ndarray | None, point_b: np.ndarray | None) -> None:
-        self.item = item
+    def __init__(self, window: CellWindow, t_rows: dict[int, np.ndarray],
+                 b_rows: dict[int, np.ndarray], points: np.ndarray, cell_y: np.ndarray,
+                 cell_x: np.ndarray, point_t: np.ndarray | None, point_b: np.ndarray | None
+                 ) -> None:
+        self.window = window
         self.t_rows, self.b_rows = t_rows, b_rows
         self.points, self.cell_y, self.cell_x = points, cell_y, cell_x
         self.point_t, self.point_b = point_t, point_b
@@ -325,23 +319,16 @@ def grid_targets(cube: Cube, sel: Selection) -> list[GridTarget]:
         for cr, out_y, ly in rows:
             for cc, out_x, lx in cols:
                 r0, c0, _, _ = cell_extent(g, cr, cc)
-                item = _box(scene, (cr, cc), times, bands, (r0, c0), ly, lx)
-                targets.append(GridTarget(item, dict(t_rows), b_rows, out_y, as_index(ly),
+                window = _box(scene, (cr, cc), times, bands, (r0, c0), ly, lx)
+                targets.append(GridTarget(window, dict(t_rows), b_rows, out_y, as_index(ly),
                                           out_x, as_index(lx)))
     return _sized(targets, g)
 
 
 def point_targets(cube: Cube, pts: Points) -> list[PointTarget]:
-    """Return one target per ``(scene, cell)`` the points touch.
+    """Return one :class:`PointTarget` per ``(scene, cell)`` the points touch.
 
-    Parameters
-    ----------
-    cube : Cube
-    pts : Points
-
-    Returns
-    -------
-    list of PointTarget
+    As :func:`grid_targets`, for pointwise pairs.
     """
     g = cube.grid
     th, tw = g.tile_height, g.tile_width
@@ -361,14 +348,14 @@ def point_targets(cube: Cube, pts: Points) -> list[PointTarget]:
         r0, c0, _, _ = cell_extent(g, cr, cc)
         ly, lx = pts.ys[members] - r0, pts.xs[members] - c0
         point_b = None
-        item_bands, item_b_rows = bands, b_rows
+        own_bands, own_b_rows = bands, b_rows
         if pts.point_bands is not None:
             point_b = pts.point_bands[members]
-            item_bands = tuple(sorted(set(point_b.tolist())))
-            item_b_rows = {b: np.zeros(1, dtype=np.intp) for b in item_bands}
-        assert item_bands is not None
-        item = _box(scene, (cr, cc), times, item_bands, (r0, c0), ly, lx)
-        return PointTarget(item, t_rows, item_b_rows, members, ly, lx, point_t, point_b)
+            own_bands = tuple(sorted(set(point_b.tolist())))
+            own_b_rows = {b: np.zeros(1, dtype=np.intp) for b in own_bands}
+        assert own_bands is not None
+        window = _box(scene, (cr, cc), times, own_bands, (r0, c0), ly, lx)
+        return PointTarget(window, t_rows, own_b_rows, members, ly, lx, point_t, point_b)
 
     if pts.point_times is None:
         assert pts.times is not None
@@ -392,65 +379,65 @@ def point_targets(cube: Cube, pts: Points) -> list[PointTarget]:
 
 
 #: A call on a transport that coalesces byte ranges (HTTP, object stores)
-#: groups items only while the bytes between their frames stay under this
-#: fraction of the bytes the items span: whatever the transport merges, a
-#: call then fetches at most 1.25x what reading each item alone could.
+#: groups cell windows only while the bytes between their frames stay under
+#: this fraction of the bytes the windows span: whatever the transport merges,
+#: a call then fetches at most 1.25x what reading each window alone could.
 SLACK = 0.25
 
-#: ``(first byte, end byte)`` of an item's frames in its scene's file.
+#: ``(first byte, end byte)`` of a cell window's frames in its scene's file.
 Span = tuple[int, int]
 
 
-def batches(items: Sequence[Item], itemsize: int, budget: int,
+def batches(windows: Sequence[CellWindow], itemsize: int, budget: int,
             spans: Sequence[Span] | None = None) -> list[tuple[Call, list[int]]]:
-    """Group items into native calls: equal windows and planes share one ``read_many``.
+    """Group cell windows into native calls: equal windows and planes share one ``read_many``.
 
     Parameters
     ----------
-    items : sequence of Item
+    windows : sequence of CellWindow
     itemsize : int
         Bytes per sample.
     budget : int
-        Upper bound on the decoded bytes of one call (one item may exceed it;
-        it is then read alone).
+        Upper bound on the decoded bytes of one call (one window may exceed
+        it; it is then read alone).
     spans : sequence of Span, optional
-        Where each item's frames lie in its file, for sources whose
-        transport coalesces byte ranges: items then batch in file order and
+        Where each window's frames lie in its file, for sources whose
+        transport coalesces byte ranges: windows then batch in file order and
         only while the gaps between them stay within :data:`SLACK` of what
         they need, so scattered cells never pull in the frames between them.
 
     Returns
     -------
-    list of (Call, item positions)
-        Item ``k`` of a call is ``items[positions[k]]``.
+    list of (Call, window positions)
+        Item ``k`` of a call (its ``k``-th window) is ``windows[positions[k]]``.
     """
     groups: dict[tuple[tuple[int, ...], tuple[int, ...], int, int], list[int]] = (
         defaultdict(list))
-    for i, it in enumerate(items):
+    for i, it in enumerate(windows):
         groups[(it.times, it.bands, it.height, it.width)].append(i)
     out = []
     for (times, bands, h, w), members in sorted(groups.items()):
         per_item = max(1, len(times) * len(bands) * h * w * itemsize)
         size = max(1, budget // per_item)
         if spans is None:
-            members.sort(key=lambda i: (items[i].scene, items[i].row, items[i].col))
+            members.sort(key=lambda i: (windows[i].scene, windows[i].row, windows[i].col))
             size = math.ceil(len(members) / math.ceil(len(members) / size))  # even batches
             parts = [members[k:k + size] for k in range(0, len(members), size)]
         else:
-            members.sort(key=lambda i: (items[i].scene, spans[i][0]))
-            parts = _compact(members, spans, [items[i].scene for i in range(len(items))],
+            members.sort(key=lambda i: (windows[i].scene, spans[i][0]))
+            parts = _compact(members, spans, [windows[i].scene for i in range(len(windows))],
                              size)
         for batch in parts:
-            out.append((Call(scenes=tuple(items[i].scene for i in batch),
-                             rows=tuple(items[i].row for i in batch),
-                             cols=tuple(items[i].col for i in batch),
+            out.append((Call(scenes=tuple(windows[i].scene for i in batch),
+                             rows=tuple(windows[i].row for i in batch),
+                             cols=tuple(windows[i].col for i in batch),
                              times=times, bands=bands, height=h, width=w), batch))
     return out
 
 
 def _compact(members: list[int], spans: Sequence[Span], scenes: list[int],
              size: int) -> list[list[int]]:
-    """Split items (sorted by scene, then file offset) into batches of compact byte spans."""
+    """Split windows (sorted by scene, then file offset) into batches of compact byte spans."""
     parts: list[list[int]] = []
     batch: list[int] = []
     reach: dict[int, tuple[int, int, int]] = {}  # scene -> (first, end, bytes spanned)

@@ -1,4 +1,4 @@
-"""Plan a batch of chips: which native calls read it and where each chip lands.
+"""A chip batch: which native calls read a batch of chips and where each chip lands.
 
 A *chip* is ``size`` x ``size`` pixels of one cube time step, given by the
 ``(time, row, col)`` of its upper-left pixel. ``rumi.read_many`` takes one
@@ -46,7 +46,7 @@ class Placement:
 
 
 @dataclass(frozen=True)
-class ChipPlan:
+class ChipBatch:
     """The native calls of a batch and where every chip's pixels come from.
 
     Attributes
@@ -104,9 +104,9 @@ def as_starts(starts: object) -> np.ndarray:
     return array.astype(np.int64, copy=False)
 
 
-def plan_chips(cube: Cube, starts: np.ndarray, size: int, bands: tuple[int, ...], *,
-               boundless: bool = False) -> ChipPlan:
-    """Plan the native calls that read a batch of chips.
+def batch_chips(cube: Cube, starts: np.ndarray, size: int, bands: tuple[int, ...], *,
+               boundless: bool = False) -> ChipBatch:
+    """Return the chip batch: the native calls that read these chips, and placements.
 
     Parameters
     ----------
@@ -122,7 +122,7 @@ def plan_chips(cube: Cube, starts: np.ndarray, size: int, bands: tuple[int, ...]
 
     Returns
     -------
-    ChipPlan
+    ChipBatch
 
     Raises
     ------
@@ -204,7 +204,7 @@ def plan_chips(cube: Cube, starts: np.ndarray, size: int, bands: tuple[int, ...]
     direct = (len(calls) == 1 and len(placements) == len(starts)
               and len(calls[0].times) == 1 and rh == size and rw == size
               and all(p.item == p.chip and p.h == size and p.w == size for p in placements))
-    return ChipPlan(calls=tuple(calls), placements=tuple(placements), direct=direct,
+    return ChipBatch(calls=tuple(calls), placements=tuple(placements), direct=direct,
                     n=len(starts), size=size, bands=tuple(bands))
 
 

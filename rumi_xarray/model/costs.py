@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rumi_xarray.formatting import human_size
@@ -39,6 +40,26 @@ class Explanation:
     decoded_bytes: int
     ranges: int
     tables: tuple[str, ...] = ()
+
+    @staticmethod
+    def total(parts: Sequence[Explanation]) -> Explanation:
+        """Return the cost of doing every part (a batch read in several pieces).
+
+        Parameters
+        ----------
+        parts : sequence of Explanation
+
+        Returns
+        -------
+        Explanation
+        """
+        return Explanation(
+            calls=sum(p.calls for p in parts), items=sum(p.items for p in parts),
+            frames=sum(p.frames for p in parts),
+            compressed_bytes=sum(p.compressed_bytes for p in parts),
+            decoded_bytes=sum(p.decoded_bytes for p in parts),
+            ranges=sum(p.ranges for p in parts),
+            tables=tuple(dict.fromkeys(t for p in parts for t in p.tables)))
 
     def __str__(self) -> str:
         text = (f"{self.calls} native read call(s), {self.items} window(s), {self.frames} "

@@ -1,11 +1,13 @@
-"""Plan reads: turn block requests into as few native calls as possible.
+"""Native calls for block requests, how their results assemble, how a call splits.
 
-A *request* is a block of the cube: time steps, bands and one window. The
-planner splits requests by scene, merges what different requests need from
-the same scene window (so a pixel time series in one file is one read of all
-its time steps, not one per step), and batches equal-sized windows into
-``read_many`` calls bounded by a decoded-bytes budget. It never asks for a
-(time, band, window) that no request needs. Pure: :mod:`rumi_xarray.native`
+A *request* is a block of the cube: time steps, bands and one window.
+:func:`batch_requests` splits requests by scene, merges what different
+requests need from the same scene window (so a pixel time series in one file
+is one read of all its time steps, not one per step), and batches
+equal-sized windows into ``read_many`` calls bounded by a decoded-bytes
+budget: an :class:`Assembly`. It never asks for a (time, band, window) that
+no request needs. :func:`split_call` is the one rule that cuts a large call
+into slices when a progress bar is shown. Pure: :mod:`rumi_xarray.native`
 runs the calls.
 """
 
@@ -13,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -22,10 +24,18 @@ from rumi_xarray.model.cube import Cube
 #: Budget that never splits a call: one request is one call when it can be.
 UNBOUNDED = 2**62
 
+#: Calls decoding more than this many bytes run in slices when a progress bar
+#: is shown (:func:`split_call`), so the bar can advance...
+READ_BAR_BYTES = 256 * 2**20
+#: ... in slices of at least this many decoded bytes...
+READ_STEP_BYTES = 32 * 2**20
+#: ... and in at most this many slices (each slice is one native call).
+READ_MAX_STEPS = 64
+
 
 @dataclass(frozen=True)
-class Request:
-    """One block of the cube to produce: cube times x bands x window."""
+class Block:
+    """Time steps x bands x one window ``(row, col, height, width)``."""
 
     times: tuple[int, ...]
     bands: tuple[int, ...]
@@ -33,6 +43,15 @@ class Request:
     col: int
     height: int
     width: int
+
+    def nbytes(self, itemsize: int) -> int:
+        """Return the decoded size of the block's planes, in bytes."""
+        return len(self.times) * len(self.bands) * self.height * self.width * itemsize
+
+
+@dataclass(frozen=True)
+class Request(Block):
+    """One block of the cube to produce: cube time steps x bands x window."""
 
 
 @dataclass(frozen=True)
@@ -51,6 +70,10 @@ class Call:
     def samples_per_item(self) -> int:
         """Return the decoded size of one item, in samples."""
         return len(self.times) * len(self.bands) * self.height * self.width
+
+    def nbytes(self, itemsize: int) -> int:
+        """Return the decoded bytes of the whole call (every item)."""
+        return len(self.scenes) * self.samples_per_item * itemsize
 
     def frames(self, cube: Cube) -> int:
         """Return the frames this call decodes."""
@@ -75,15 +98,15 @@ class Part:
 
 
 @dataclass(frozen=True)
-class Plan:
-    """Calls to run and, per request, the parts that assemble it."""
+class Assembly:
+    """Calls to run and, per request, the parts that assemble its block."""
 
     calls: tuple[Call, ...]
     parts: tuple[tuple[Part, ...], ...]
 
 
-def plan(cube: Cube, requests: list[Request], budget: int = UNBOUNDED) -> Plan:
-    """Plan the native calls that produce ``requests``.
+def batch_requests(cube: Cube, requests: list[Request], budget: int = UNBOUNDED) -> Assembly:
+    """Return the native calls that produce ``requests``, and how each assembles.
 
     Parameters
     ----------
@@ -95,7 +118,7 @@ def plan(cube: Cube, requests: list[Request], budget: int = UNBOUNDED) -> Plan:
 
     Returns
     -------
-    Plan
+    Assembly
     """
     # 1. What each (scene, window) needs: band -> local time steps.
     needs: dict[tuple[int, int, int, int, int], dict[int, set[int]]] = defaultdict(
@@ -161,7 +184,7 @@ def plan(cube: Cube, requests: list[Request], budget: int = UNBOUNDED) -> Plan:
                                   b_out=tuple(b_outs),
                                   b_src=tuple(b_pos[req.bands[bo]] for bo in b_outs)))
         all_parts.append(tuple(parts))
-    return Plan(calls=tuple(calls), parts=tuple(all_parts))
+    return Assembly(calls=tuple(calls), parts=tuple(all_parts))
 
 
 def _axis(values: tuple[int, ...]) -> slice | np.ndarray:
@@ -171,17 +194,24 @@ def _axis(values: tuple[int, ...]) -> slice | np.ndarray:
     return np.asarray(values, dtype=np.intp)
 
 
-def assemble(request: Request, parts: tuple[Part, ...], results: list[np.ndarray],
-             dtype: np.dtype) -> np.ndarray:
+def assemble(request: Request, parts: tuple[Part, ...], calls: tuple[Call, ...],
+             results: list[np.ndarray], dtype: np.dtype) -> np.ndarray:
     """Build a request's ``(time, band, y, x)`` block from call results.
+
+    Without a copy whenever possible: one part whose times and bands are
+    contiguous runs is a view of its call's result, and a catalog window read
+    by one ``read_many`` whose items are the scenes in the result's time
+    order is that call's buffer, reshaped.
 
     Parameters
     ----------
     request : Request
     parts : tuple of Part
-        From :func:`plan`.
+        From :func:`batch_requests`.
+    calls : tuple of Call
+        The calls the parts refer to, indexed by ``Part.call``.
     results : list of numpy.ndarray
-        One result per call the parts refer to, indexed by ``Part.call``.
+        One result per call, indexed by ``Part.call``.
     dtype : numpy.dtype
 
     Returns
@@ -196,9 +226,79 @@ def assemble(request: Request, parts: tuple[Part, ...], results: list[np.ndarray
             t, b = _axis(p.t_src), _axis(p.b_src)
             if isinstance(t, slice) and isinstance(b, slice):
                 return src[t, b]
+    elif _one_buffer(request, parts, calls):
+        return results[parts[0].call].reshape(shape)
     out = np.empty(shape, dtype=dtype)
     for p in parts:
         src = results[p.call][p.item]
         block = src[np.ix_(p.t_src, p.b_src)]
         out[np.ix_(p.t_out, p.b_out)] = block
     return out
+
+
+def _one_buffer(request: Request, parts: tuple[Part, ...], calls: tuple[Call, ...]) -> bool:
+    """Return whether the parts are one call's items, whole, in the result's time order."""
+    if len({p.call for p in parts}) != 1:
+        return False
+    call = calls[parts[0].call]
+    n_t, n_b = len(call.times), len(request.bands)
+    ordered = sorted(parts, key=lambda p: p.t_out[0] if p.t_out else -1)
+    whole_t, whole_b = tuple(range(n_t)), tuple(range(n_b))
+    return (len(ordered) == len(call.scenes) and len(request.times) == n_t * len(ordered)
+            and call.bands == tuple(request.bands)
+            and all(p.item == k and p.t_src == whole_t and p.b_src == whole_b
+                    and p.b_out == whole_b and p.t_out == tuple(range(k * n_t, (k + 1) * n_t))
+                    for k, p in enumerate(ordered)))
+
+
+# --- slices of a large call (progress bars) ----------------------------------------
+
+
+def split_call(cube: Cube, call: Call, *, progress: bool) -> list[Call]:
+    """Return the native calls that run ``call``: itself, or slices of it.
+
+    One call (``call`` itself) unless ``progress`` (a bar is shown) and the
+    call decodes more than :data:`READ_BAR_BYTES`; then slices along an axis
+    whose frames are not shared between slices (scenes, then time steps or
+    bands that frames do not hold, then rows of tiles), so no frame is
+    decoded twice, the total work is the same and the bar can advance after
+    each. The one rule both the read and ``explain()`` use: the setting is
+    an argument, never read from the terminal here.
+
+    Parameters
+    ----------
+    cube : Cube
+    call : Call
+    progress : bool
+        Whether a progress bar is shown for this read.
+
+    Returns
+    -------
+    list of Call
+    """
+    g = cube.grid
+    total = call.nbytes(g.dtype.itemsize)
+    if not progress or total <= READ_BAR_BYTES:
+        return [call]
+    wanted = max(2, min(READ_MAX_STEPS, total // READ_STEP_BYTES))
+    if len(call.scenes) > 1:
+        return [replace(call, scenes=call.scenes[a:b], rows=call.rows[a:b],
+                        cols=call.cols[a:b]) for a, b in _cuts(len(call.scenes), wanted)]
+    if "t" in g.index_order and len(call.times) > 1:
+        return [replace(call, times=call.times[a:b]) for a, b in _cuts(len(call.times), wanted)]
+    if "b" in g.index_order and len(call.bands) > 1:
+        return [replace(call, bands=call.bands[a:b]) for a, b in _cuts(len(call.bands), wanted)]
+    # Rows of tiles: cut only where a tile row ends, so no frame is shared.
+    top, tile = call.rows[0], g.tile_height
+    edges = [top, *range((top // tile + 1) * tile, top + call.height, tile), top + call.height]
+    rows = [(edges[i], edges[i + 1]) for i in range(len(edges) - 1)]
+    groups = [rows[a:b] for a, b in _cuts(len(rows), wanted)]
+    return [replace(call, rows=(group[0][0],), height=group[-1][1] - group[0][0])
+            for group in groups]
+
+
+def _cuts(n: int, parts: int) -> list[tuple[int, int]]:
+    """Return ``min(n, parts)`` contiguous, nearly equal ``(start, stop)`` ranges of ``n``."""
+    parts = max(1, min(n, parts))
+    bounds = [round(i * n / parts) for i in range(parts + 1)]
+    return [(bounds[i], bounds[i + 1]) for i in range(parts) if bounds[i + 1] > bounds[i]]

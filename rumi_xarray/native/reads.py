@@ -1,7 +1,7 @@
 """Reads through librumi: metadata, windows into numpy buffers, byte plans.
 
 Everything else in the package describes *what* to read (scenes, windows,
-time and band lists, planned calls); this module turns that into librumi
+time and band lists, calls); this module turns that into librumi
 calls (``rumi``'s Python API for metadata, its C API through
 :mod:`rumi_xarray.native.binding` for reads into our buffers and byte plans),
 adds the context librumi's messages lack (which file, which selection, which
@@ -14,7 +14,7 @@ from __future__ import annotations
 import errno
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -29,6 +29,7 @@ from rumi_xarray.errors import (
     os_error,
     with_context,
 )
+from rumi_xarray.model.costs import Explanation
 from rumi_xarray.model.cube import Cube, Scene, source_name
 from rumi_xarray.model.planning import Call
 from rumi_xarray.native import binding, process
@@ -44,7 +45,9 @@ LIBRUMI_ALLOCATES = 256 * 2**20
 
 NATIVE_ERRORS = (ValueError, OSError, RuntimeError, MemoryError, NotImplementedError)
 
-Window = tuple[Scene, int, int]
+#: One item of a native call: a scene and its window's top-left ``(row, col)``
+#: (every item of a call shares the window size).
+CallItem = tuple[Scene, int, int]
 
 
 # --- metadata -------------------------------------------------------------------
@@ -171,7 +174,7 @@ def stamp(source: Any) -> tuple[int, int, int] | None:
 # --- reads ----------------------------------------------------------------------
 
 
-def read(windows: Sequence[Window], times: Sequence[int], bands: Sequence[int],
+def read(windows: Sequence[CallItem], times: Sequence[int], bands: Sequence[int],
          height: int, width: int, dtype: np.dtype, frames: int = 0,
          out: np.ndarray | None = None) -> np.ndarray:
     """Read equal-sized windows from one or more scenes in ONE native call.
@@ -233,7 +236,7 @@ def read(windows: Sequence[Window], times: Sequence[int], bands: Sequence[int],
     return out
 
 
-def read_as(windows: Sequence[Window], times: Sequence[int], bands: Sequence[int],
+def read_as(windows: Sequence[CallItem], times: Sequence[int], bands: Sequence[int],
             height: int, width: int, dtype: np.dtype, framework: str, frames: int = 0,
             pattern: str = "n t b y x") -> Any:
     """Read equal windows in ONE ``rumi.read_many`` call, into librumi's own allocation.
@@ -278,7 +281,7 @@ def read_as(windows: Sequence[Window], times: Sequence[int], bands: Sequence[int
 
 
 def run_as(cube: Cube, call: Call, framework: str, pattern: str = "n t b y x") -> Any:
-    """Run one planned call into librumi's allocation, handed to ``framework``.
+    """Run one call into librumi's allocation, handed to ``framework``.
 
     Parameters
     ----------
@@ -333,7 +336,7 @@ def adopt(array: np.ndarray, framework: str) -> Any:
 
 
 def run(cube: Cube, call: Call, out: np.ndarray | None = None) -> np.ndarray:
-    """Run one planned call.
+    """Run one call (:class:`~rumi_xarray.model.planning.Call`) into numpy.
 
     Parameters
     ----------
@@ -374,7 +377,7 @@ def reference_read(scene: Scene) -> np.ndarray:
     return rumi.read(scene.source, scene.header, pattern=PATTERN)
 
 
-def _where(windows: Sequence[Window], times: list[int], bands: list[int], height: int,
+def _where(windows: Sequence[CallItem], times: list[int], bands: list[int], height: int,
            width: int) -> tuple[str, str | None]:
     """Return the file(s) and selection of a read, and its first source, for errors."""
     scenes = list({id(s): s for s, _, _ in windows}.values())
@@ -385,8 +388,8 @@ def _where(windows: Sequence[Window], times: list[int], bands: list[int], height
     return f"{names}: reading {selection}", scenes[0].name
 
 
-def _materialize(windows: Sequence[Window], times: list[int] | None, bands: list[int] | None,
-                 height: int, width: int) -> Sequence[Window]:
+def _materialize(windows: Sequence[CallItem], times: list[int] | None, bands: list[int] | None,
+                 height: int, width: int) -> Sequence[CallItem]:
     """Replace range-read sources by sparse images holding the planned frames."""
     ranged: dict[int, list[int]] = {}
     for i, (scene, _, _) in enumerate(windows):
@@ -435,7 +438,7 @@ def _short(values: Sequence[int] | None) -> str:
     return str(values)
 
 
-def _locate_failure(exc: BaseException, windows: Sequence[Window], times: list[int],
+def _locate_failure(exc: BaseException, windows: Sequence[CallItem], times: list[int],
                     bands: list[int], height: int, width: int, dtype: np.dtype
                     ) -> RumiError:
     """Name the scene that made a read fail, and notice files rewritten since open.
@@ -444,7 +447,7 @@ def _locate_failure(exc: BaseException, windows: Sequence[Window], times: list[i
     so on failure (never on the fast path) each scene is read again alone to
     find the first culprit.
     """
-    culprit: Window | None = windows[0] if len(windows) == 1 else None
+    culprit: CallItem | None = windows[0] if len(windows) == 1 else None
     if culprit is None:
         probe = np.empty((1, len(times), len(bands), height, width), dtype=dtype)
         for window in windows:
@@ -509,7 +512,7 @@ def _librumi_read(items: list[tuple[Any, bytes, int, int]], times: list[int],
     return out if out.flags.writeable else out.copy()
 
 
-def _refuse_rewritten(windows: Sequence[Window], times: list[int], bands: list[int],
+def _refuse_rewritten(windows: Sequence[CallItem], times: list[int], bands: list[int],
                       height: int, width: int) -> None:
     """Raise before decoding when a local file was rewritten since it was opened.
 
@@ -578,3 +581,36 @@ def plan_ranges(scene: Scene, times: Sequence[int] | None, bands: Sequence[int] 
     """
     return binding.plan_ranges(scene.header, times, bands, row, col, height, width)
 
+
+def explain_calls(calls: Iterable[tuple[Cube, Call]], tables: tuple[str, ...] = ()
+                  ) -> Explanation:
+    """Return what running these calls costs, from librumi's byte plans (no I/O).
+
+    The one way every ``explain`` (lazy and dask-backed objects, chips,
+    torch batches) counts: each call, its items and decoded bytes, and per
+    item the frames and compressed byte ranges librumi plans.
+
+    Parameters
+    ----------
+    calls : iterable of (Cube, Call)
+        Each call with the cube whose scenes it indexes.
+    tables : tuple of str
+        What opening read from catalog tables on disk (said as it is).
+
+    Returns
+    -------
+    Explanation
+    """
+    n_calls = items = frames = compressed = decoded = nranges = 0
+    for cube, call in calls:
+        n_calls += 1
+        items += len(call.scenes)
+        decoded += call.nbytes(cube.grid.dtype.itemsize)
+        for s, r, c in zip(call.scenes, call.rows, call.cols, strict=True):
+            ranges = plan_ranges(cube.scenes[s], call.times, call.bands, r, c, call.height,
+                                 call.width)
+            frames += len(ranges)
+            nranges += len(ranges)
+            compressed += sum(length for _, length in ranges)
+    return Explanation(calls=n_calls, items=items, frames=frames, compressed_bytes=compressed,
+                       decoded_bytes=decoded, ranges=nranges, tables=tables)

@@ -10,6 +10,11 @@
   groups, which items touch which output chunk, source windows, native calls);
 - :mod:`~rumi_xarray.stac.mosaic`: one output chunk: read, reproject (odc-geo),
   mosaic;
+- :mod:`~rumi_xarray.stac.graph`: the dask graph of a load across grids (one
+  task per output chunk), beside the planner and reader it runs, as odc-loader
+  keeps its graph builder;
+- :mod:`~rumi_xarray.stac.archive`: loads over a stac-geoparquet archive, each
+  output chunk looking its Items up when it runs;
 - :mod:`~rumi_xarray.stac.load`: ``rx.open_stac``.
 
 Importing this package imports nothing heavy; pystac, odc-geo and

@@ -26,7 +26,7 @@ import numpy as np
 
 from rumi_xarray.errors import RumiCatalogError
 from rumi_xarray.model.cube import Scene
-from rumi_xarray.stac import plan as planning
+from rumi_xarray.stac import plan as stac_plan
 from rumi_xarray.stac.parse import StacSource, parse_item
 
 #: ``groupby`` values a task-time lookup supports.
@@ -34,7 +34,7 @@ GROUPBY = ("time", "solar_day")
 
 
 @dataclass(frozen=True)
-class TableLoad:
+class TableLoad(stac_plan.Load):
     """A reprojecting load whose Items are looked up per output chunk, stored once in a graph.
 
     Parameters
@@ -46,33 +46,19 @@ class TableLoad:
         The caller's property selection (STAC API query extension).
     bands : tuple of str
         Output bands, as the caller named them.
-    geobox : odc.geo.geobox.GeoBox
-    chunks : (time, band, y, x) chunks
     group_lo, group_hi : numpy.ndarray
         POSIX seconds bounding each output time step's Items (inclusive).
-    dtype : numpy.dtype
-    fill : int or float
-    resampling : str
-    token : str
+
+    The output's (``geobox``, ``chunks``, ``dtype``, ``fill``, ``resampling``,
+    ``token``) are those of :class:`~rumi_xarray.stac.plan.Load`.
     """
 
     url: str
     storage_options: Mapping[str, Any] = field(repr=False)
     query: Mapping[str, Any] | None
     bands: tuple[str, ...]
-    geobox: Any = field(repr=False)
-    chunks: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]]
     group_lo: np.ndarray = field(repr=False)
     group_hi: np.ndarray = field(repr=False)
-    dtype: np.dtype
-    fill: Any
-    resampling: str
-    token: str
-
-    @property
-    def numblocks(self) -> tuple[int, int, int, int]:
-        """Return the number of chunks along time, band, y and x."""
-        return planning.numblocks(self.chunks)
 
     def items(self, it: int, iy: int, ix: int) -> list[dict[str, Any]]:
         """Return the Items one output chunk needs, read from the table now."""
@@ -92,7 +78,7 @@ class TableLoad:
         return read_geoparquet(self.url, bbox=(west, south, east, north), datetime=when,
                                query=self.query, storage_options=self.storage_options)
 
-    def local_plan(self, it: int, iy: int, ix: int) -> planning.LoadPlan:
+    def local_plan(self, it: int, iy: int, ix: int) -> stac_plan.LoadPlan:
         """Return the open-time plan of exactly the Items of one output chunk."""
         from rumi_xarray.sources import resolve
         from rumi_xarray.stac.parse import select_bands
@@ -105,12 +91,12 @@ class TableLoad:
             if s.grid.dtype != self.dtype:
                 raise RumiCatalogError(f"{s.describe()} stores {s.grid.dtype}, the load "
                                        f"{self.dtype}: load Items of one sample type")
-        groups: list[list[planning.Unit]] = [[] for _ in range(len(self.group_lo))]
+        groups: list[list[stac_plan.Unit]] = [[] for _ in range(len(self.group_lo))]
         for i, s in enumerate(sources):
             for step, sec in enumerate(s.seconds):
                 k = int(np.searchsorted(self.group_hi, sec, side="left"))
                 if t0 <= k < t0 + nt and self.group_lo[k] <= sec:
-                    groups[k].append(planning.Unit(i, step, int(sec)))
+                    groups[k].append(stac_plan.Unit(i, step, int(sec)))
         for k in range(t0, t0 + nt):
             groups[k].sort(key=lambda u: (u.seconds, sources[u.source].item_id, u.step))
         band_index: list[tuple[int, ...]] = []
@@ -118,25 +104,15 @@ class TableLoad:
             _, band_index = select_bands(sources, list(self.bands))
         scenes = tuple(Scene(resolve.resolve(s.href, storage_options=dict(
             self.storage_options) or None), s.header, s.position) for s in sources)
-        return planning.LoadPlan(
+        return stac_plan.LoadPlan(
             sources=tuple(sources), scenes=scenes, band_index=tuple(band_index),
             geobox=self.geobox, groups=tuple(tuple(g) for g in groups), chunks=self.chunks,
-            bins=planning.bins(sources, self.geobox, self.chunks), dtype=self.dtype,
+            bins=stac_plan.bins(sources, self.geobox, self.chunks), dtype=self.dtype,
             fill=self.fill, resampling=self.resampling, token=self.token)
 
-    def block_plan(self, it: int, ib: int, iy: int, ix: int) -> planning.BlockPlan:
-        """Plan one output chunk from the Items the table holds for it.
-
-        Parameters
-        ----------
-        it, ib, iy, ix : int
-            Chunk indices along time, band, y and x.
-
-        Returns
-        -------
-        BlockPlan
-        """
-        return planning.block_plan(self.local_plan(it, iy, ix), it, ib, iy, ix)
+    def block_plan(self, it: int, ib: int, iy: int, ix: int) -> stac_plan.BlockPlan:
+        """Plan one output chunk from the Items the table holds for it, looked up now."""
+        return stac_plan.block_plan(self.local_plan(it, iy, ix), it, ib, iy, ix)
 
 
 def open_columns(url: str, *, bbox: Sequence[float] | None, datetime: Any,

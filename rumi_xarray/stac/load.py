@@ -14,7 +14,7 @@ Two paths, chosen from the Items alone (no request to the data files):
   source windows covering its chunk (one native call per source group),
   reprojects them with odc-geo and mosaics them (first valid pixel, nodata
   respected). See :mod:`rumi_xarray.stac.plan` and
-  :mod:`rumi_xarray.dask.stac`.
+  :mod:`rumi_xarray.stac.graph`.
 
 Either way the Dataset follows odc-stac's conventions, so code written for
 ``odc.stac.load`` runs unchanged: dimensions ``time, y, x`` (``latitude,
@@ -47,7 +47,7 @@ from rumi_xarray.conventions.bands import BandLabels
 from rumi_xarray.errors import RumiCatalogError
 from rumi_xarray.model.cube import Scene
 from rumi_xarray.stac import grid as grids
-from rumi_xarray.stac import plan as planning
+from rumi_xarray.stac import plan as stac_plan
 from rumi_xarray.stac.parse import StacSource, catalog_table, parse_items
 from rumi_xarray.stac.parse import select_bands as _bands
 
@@ -191,7 +191,7 @@ def open_stac(items: Any, bands: str | Sequence[str] | None = None, *, crs: Any 
     names, band_index = _bands(sources, bands)
     gbox = grids.output_geobox(sources, crs=crs, resolution=resolution, anchor=anchor,
                                bbox=bbox, geobox=geobox, like=like, geopolygon=geopolygon)
-    groups = planning.time_groups(sources, groupby, gbox)
+    groups = stac_plan.time_groups(sources, groupby, gbox)
     dtype = np.result_type(*[s.grid.dtype for s in sources])
     fill_nodata = sources[0].nodata if nodata is None else float(nodata)
     window = None
@@ -234,8 +234,8 @@ def _open_archive(items: Any, bands: str | Sequence[str] | None, *, crs: Any, re
                   query: Mapping[str, Any] | None) -> xr.Dataset:
     """Open a load whose output chunks look their Items up in the table when they run."""
     from rumi_xarray.backend.dataset import group_bytes
-    from rumi_xarray.dask.stac import load_array
     from rumi_xarray.stac import archive
+    from rumi_xarray.stac.graph import load_array
 
     if not isinstance(items, (str, os.PathLike)):
         raise RumiCatalogError("lookup='task' reads a stac-geoparquet file or folder: pass "
@@ -256,7 +256,7 @@ def _open_archive(items: Any, bands: str | Sequence[str] | None, *, crs: Any, re
     fill_nodata = ref.nodata if nodata is None else float(nodata)
     fill = _fill(dtype, fill_nodata)
     shape = (len(times), len(names), *gbox.shape.yx)
-    sizes = planning.chunk_sizes(chunks, shape, dtype.itemsize, group_bytes())
+    sizes = stac_plan.chunk_sizes(chunks, shape, dtype.itemsize, group_bytes())
     token = archive.token(url, gbox.crs.to_wkt(), tuple(gbox.transform), tuple(gbox.shape),
                           names, sizes, dtype.str, repr(fill), resampling, repr(datetime),
                           repr(query), repr(bbox), groupby)
@@ -271,7 +271,7 @@ def _open_archive(items: Any, bands: str | Sequence[str] | None, *, crs: Any, re
     packing = _packing([ref], dtype, fill_nodata, mask_and_scale)
     if mask_and_scale:
         ds = _decoded(ds, packing, eager=chunks is None)
-    groups = [(planning.Unit(0, 0, int(t)),) for t in times]
+    groups = [(stac_plan.Unit(0, 0, int(t)),) for t in times]
     return _conform(ds, gbox, [ref], groups, names, band_index, fill_nodata, packing,
                     mask_and_scale)
 
@@ -340,7 +340,7 @@ def _decoded(ds: xr.Dataset, packing: Mapping[str, Any], *, eager: bool) -> xr.D
     return out.load() if eager else out
 
 
-def _open_shared(sources: Sequence[StacSource], groups: Sequence[Sequence[planning.Unit]],
+def _open_shared(sources: Sequence[StacSource], groups: Sequence[Sequence[stac_plan.Unit]],
                  names: list[str], bands: tuple[int, ...], window: tuple[slice, slice],
                  chunks: Any, band_as_variable: bool, mask_and_scale: bool,
                  storage_options: dict[str, Any] | None) -> xr.Dataset:
@@ -368,29 +368,30 @@ def _open_shared(sources: Sequence[StacSource], groups: Sequence[Sequence[planni
     return ds.assign_coords(band=("band", np.array(names, dtype=str)))
 
 
-def _open_warped(sources: Sequence[StacSource], groups: Sequence[Sequence[planning.Unit]],
+def _open_warped(sources: Sequence[StacSource], groups: Sequence[Sequence[stac_plan.Unit]],
                  names: list[str], band_index: list[tuple[int, ...]], gbox: Any,
                  dtype: np.dtype, nodata: float | None, chunks: Any, resampling: str,
                  band_as_variable: bool, storage_options: dict[str, Any] | None
                  ) -> xr.Dataset:
     """Build the reprojecting load: one dask task per output chunk."""
     from rumi_xarray.backend.dataset import group_bytes
-    from rumi_xarray.dask.stac import load_array
     from rumi_xarray.sources import resolve
+    from rumi_xarray.stac.graph import load_array
 
     fill = _fill(dtype, nodata)
     shape = (len(groups), len(names), *gbox.shape.yx)
-    sizes = planning.chunk_sizes(chunks, shape, dtype.itemsize, group_bytes())
+    sizes = stac_plan.chunk_sizes(chunks, shape, dtype.itemsize, group_bytes())
     scenes = tuple(Scene(resolve.resolve(s.href, storage_options=storage_options), s.header,
                          s.position) for s in sources)
-    token = planning.load_token(sources, gbox.crs.to_wkt(), tuple(gbox.transform),
-                                tuple(gbox.shape), band_index, groups, sizes, dtype.str,
-                                repr(fill), resampling)
-    plan = planning.LoadPlan(sources=tuple(sources), scenes=scenes,
-                             band_index=tuple(band_index), geobox=gbox,
-                             groups=tuple(tuple(g) for g in groups), chunks=sizes,
-                             bins=planning.bins(sources, gbox, sizes), dtype=np.dtype(dtype),
-                             fill=fill, resampling=resampling, token=token)
+    token = stac_plan.load_token(sources, gbox.crs.to_wkt(), tuple(gbox.transform),
+                                 tuple(gbox.shape), band_index, groups, sizes, dtype.str,
+                                 repr(fill), resampling)
+    plan = stac_plan.LoadPlan(sources=tuple(sources), scenes=scenes,
+                              band_index=tuple(band_index), geobox=gbox,
+                              groups=tuple(tuple(g) for g in groups), chunks=sizes,
+                              bins=stac_plan.bins(sources, gbox, sizes),
+                              dtype=np.dtype(dtype), fill=fill, resampling=resampling,
+                              token=token)
     ds = _variables(load_array(plan), names, band_as_variable)
     if chunks is None:
         ds = ds.load()
@@ -404,7 +405,7 @@ def _fill(dtype: np.dtype, nodata: float | None) -> Any:
 
 
 def _conform(ds: xr.Dataset, gbox: Any, sources: Sequence[StacSource],
-             groups: Sequence[Sequence[planning.Unit]], names: list[str],
+             groups: Sequence[Sequence[stac_plan.Unit]], names: list[str],
              band_index: list[tuple[int, ...]], nodata: float | None,
              packing: Mapping[str, Any], decoded: bool) -> xr.Dataset:
     """Give either path odc-stac's coordinates and attributes, and the CF ones."""

@@ -22,6 +22,7 @@ Pure planning, no I/O: what each output chunk reads and how it is assembled.
 
 from __future__ import annotations
 
+import abc
 import datetime as dt
 import hashlib
 import math
@@ -38,9 +39,6 @@ from rumi_xarray.model.grid import Grid
 from rumi_xarray.model.planning import Call
 from rumi_xarray.stac.parse import StacSource
 
-#: ``groupby`` values with a meaning of their own; any other string is an
-#: Item property.
-GROUPBY = ("time", "solar_day", "id")
 #: Widening windows to one size is accepted up to this many times the frames.
 WIDEN_LIMIT = 1.5
 #: Source padding (pixels) of resampling kernels wider than odc-geo's default 1.
@@ -59,24 +57,21 @@ class Unit:
 
 
 @dataclass(frozen=True)
-class LoadPlan:
-    """Everything a reprojecting load needs, stored once in a dask graph.
+class Load(abc.ABC):
+    """A reprojecting load as its dask graph stores it: the output, and how a block is planned.
+
+    :mod:`rumi_xarray.stac.graph` builds one graph for every kind of load from
+    these attributes and :meth:`block_plan`: a :class:`LoadPlan` plans its
+    blocks from the Items parsed at open; a
+    :class:`~rumi_xarray.stac.archive.TableLoad` looks each block's Items up in
+    its table first.
 
     Attributes
     ----------
-    sources : tuple of StacSource
-    scenes : tuple of Scene
-        The readable source of each Item (resolved path or URL, header).
-    band_index : tuple of tuple of int
-        Per source, the stored band of each output band.
     geobox : odc.geo.geobox.GeoBox
         The output grid.
-    groups : tuple of tuple of Unit
-        Units of each output time step, in mosaicking order.
     chunks : tuple of tuple of int
         Output chunks along time, band, y and x.
-    bins : mapping
-        ``(iy, ix)`` -> sources whose footprint touches that spatial chunk.
     dtype : numpy.dtype
         Output sample type.
     fill : int or float
@@ -87,13 +82,8 @@ class LoadPlan:
         Deterministic name of this load (dask keys).
     """
 
-    sources: tuple[StacSource, ...]
-    scenes: tuple[Scene, ...]
-    band_index: tuple[tuple[int, ...], ...]
-    geobox: Any
-    groups: tuple[tuple[Unit, ...], ...]
+    geobox: Any = field(repr=False)
     chunks: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]]
-    bins: Mapping[tuple[int, int], tuple[int, ...]] = field(repr=False)
     dtype: np.dtype
     fill: Any
     resampling: str
@@ -102,12 +92,52 @@ class LoadPlan:
     @property
     def numblocks(self) -> tuple[int, int, int, int]:
         """Return the number of chunks along time, band, y and x."""
-        return numblocks(self.chunks)
+        t, b, y, x = self.chunks
+        return (len(t), len(b), len(y), len(x))
+
+    @abc.abstractmethod
+    def block_plan(self, it: int, ib: int, iy: int, ix: int) -> BlockPlan:
+        """Plan the reads and the mosaicking of one output chunk.
+
+        Parameters
+        ----------
+        it, ib, iy, ix : int
+            Chunk indices along time, band, y and x.
+
+        Returns
+        -------
+        BlockPlan
+        """
 
 
-def numblocks(chunks: Sequence[Sequence[int]]) -> tuple[int, int, int, int]:
-    """Return the number of chunks along time, band, y and x of ``(t, b, y, x)`` chunks."""
-    return (len(chunks[0]), len(chunks[1]), len(chunks[2]), len(chunks[3]))
+@dataclass(frozen=True)
+class LoadPlan(Load):
+    """A load planned at open from its parsed Items, stored once in a dask graph.
+
+    Attributes
+    ----------
+    sources : tuple of StacSource
+    scenes : tuple of Scene
+        The readable source of each Item (resolved path or URL, header).
+    band_index : tuple of tuple of int
+        Per source, the stored band of each output band.
+    groups : tuple of tuple of Unit
+        Units of each output time step, in mosaicking order.
+    bins : mapping
+        ``(iy, ix)`` -> sources whose footprint touches that spatial chunk.
+
+    The output's attributes are those of :class:`Load`.
+    """
+
+    sources: tuple[StacSource, ...]
+    scenes: tuple[Scene, ...]
+    band_index: tuple[tuple[int, ...], ...]
+    groups: tuple[tuple[Unit, ...], ...]
+    bins: Mapping[tuple[int, int], tuple[int, ...]] = field(repr=False)
+
+    def block_plan(self, it: int, ib: int, iy: int, ix: int) -> BlockPlan:
+        """Plan one output chunk from the Items parsed at open (:func:`block_plan`)."""
+        return block_plan(self, it, ib, iy, ix)
 
 
 @dataclass(frozen=True)

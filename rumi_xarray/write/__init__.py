@@ -1,1 +1,1 @@
-"""Writing Rumi files: ``to_rumi``, ``write_array``, what to store, atomic replacement."""
+"""Writing Rumi files: ``to_rumi``, what to store, dask batches, atomic replacement."""

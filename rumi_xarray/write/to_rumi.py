@@ -133,7 +133,7 @@ def write_array(path: str | os.PathLike[str], data: Any, *, bands: Sequence[str]
         The destination cannot be written.
     """
     target = os.fsdecode(path)
-    with given_input(target):
+    with as_write_value_errors(target):
         target = _target(path)
         if data.ndim != 4:
             raise ValueError(f"{target}: write_array takes (time, band, y, x), "
@@ -182,7 +182,7 @@ def write_array(path: str | os.PathLike[str], data: Any, *, bands: Sequence[str]
 
 
 @contextlib.contextmanager
-def given_input(target: str) -> Iterator[None]:
+def as_write_value_errors(target: str) -> Iterator[None]:
     """Raise a ``ValueError`` about what a write was given as :class:`RumiWriteValueError`.
 
     The checks of options, labels and values raise plain ``ValueError``;
@@ -242,7 +242,7 @@ def _compress_all(data: Any, specs: list[FrameSpec], compress: Compressor,
                 out.append(compress(frame_block(data[s.time, s.band, s.rows, s.cols], s.axes)))
                 advance(1)
             return out
-        from rumi_xarray.dask.write import compress_frames
+        from rumi_xarray.write.batches import compress_frames
 
         first = specs[0]
         frame_shape = (first.time.stop - first.time.start, first.band.stop - first.band.start,
@@ -408,7 +408,7 @@ def to_rumi(obj: xr.DataArray | xr.Dataset, path: str | os.PathLike[str], *,
         The destination cannot be written (an ``OSError``).
     """
     target = os.fsdecode(path)
-    with given_input(target):
+    with as_write_value_errors(target):
         target = _target(path)
         pattern = _pattern(target, frame, None)
         _check_tile_size(target, tile_size)

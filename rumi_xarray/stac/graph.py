@@ -3,11 +3,13 @@
 Built from public dask API only, and identical in dask's legacy graphs and
 its array query-planning mode:
 
-- the :class:`~rumi_xarray.stac.plan.LoadPlan` (every Item, its header, the
-  output grid, the time groups) is wrapped in :class:`BlockPlans`, an
-  array-like of object dtype with one element per output chunk, and put in
-  the graph once with ``dask.array.from_array`` (one key, however many
-  chunks read it);
+- the :class:`~rumi_xarray.stac.plan.Load` (a
+  :class:`~rumi_xarray.stac.plan.LoadPlan`: every Item, its header, the
+  output grid, the time groups; or a
+  :class:`~rumi_xarray.stac.archive.TableLoad`: the table it looks Items up
+  in) is wrapped in :class:`BlockPlans`, an array-like of object dtype with
+  one element per output chunk, and put in the graph once with
+  ``dask.array.from_array`` (one key, however many chunks read it);
 - ``dask.array.map_blocks`` over it makes the output ``(time, band, y, x)``
   array: each chunk's task takes its element (the chunk's
   :class:`~rumi_xarray.stac.plan.BlockPlan`, planned where the task runs)
@@ -22,16 +24,13 @@ for the calls each one will make.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import dask.array as da
 import numpy as np
 
 from rumi_xarray.stac import mosaic
-from rumi_xarray.stac.plan import LoadPlan, PlannedRead, block_plan
-
-if TYPE_CHECKING:
-    from rumi_xarray.stac.archive import TableLoad
+from rumi_xarray.stac.plan import BlockPlan, Load, PlannedRead
 
 
 class BlockPlans:
@@ -39,17 +38,17 @@ class BlockPlans:
 
     Indexing it with one block's slices returns a ``(1, 1, 1, 1)`` object array
     holding that block's :class:`~rumi_xarray.stac.plan.BlockPlan`. Only the
-    :class:`~rumi_xarray.stac.plan.LoadPlan` is stored (and pickled), so the
-    graph carries the Items once.
+    :class:`~rumi_xarray.stac.plan.Load` is stored (and pickled), so the
+    graph carries the Items (or the table's name) once.
 
     Parameters
     ----------
-    plan : LoadPlan
+    load : Load
     """
 
-    def __init__(self, plan: LoadPlan | TableLoad) -> None:
-        self.plan = plan
-        self.shape = plan.numblocks
+    def __init__(self, load: Load) -> None:
+        self.load = load
+        self.shape = load.numblocks
         self.ndim = 4
         self.dtype = np.dtype(object)
 
@@ -88,35 +87,33 @@ class BlockPlans:
         """
         return [(read, None) for read in self._plan(*self._block(key)).reads]
 
-    def _plan(self, it: int, ib: int, iy: int, ix: int) -> Any:
+    def _plan(self, it: int, ib: int, iy: int, ix: int) -> BlockPlan:
         """Plan one block: from the open-time plan, or by a table lookup now (archives)."""
-        if hasattr(self.plan, "block_plan"):  # rumi_xarray.stac.archive.TableLoad
-            return self.plan.block_plan(it, ib, iy, ix)
-        return block_plan(self.plan, it, ib, iy, ix)
+        return self.load.block_plan(it, ib, iy, ix)
 
     def __repr__(self) -> str:
-        return f"BlockPlans({self.plan.token}, blocks={self.shape})"
+        return f"BlockPlans({self.load.token}, blocks={self.shape})"
 
 
 def _load(plans: np.ndarray) -> np.ndarray:
     return mosaic.load_block(plans.reshape(-1)[0])
 
 
-def load_array(plan: LoadPlan | TableLoad) -> Any:
+def load_array(load: Load) -> Any:
     """Return the ``(time, band, y, x)`` dask array of a reprojecting STAC load.
 
     Parameters
     ----------
-    plan : LoadPlan
+    load : Load
 
     Returns
     -------
     dask.array.Array
-        Chunks ``plan.chunks``.
+        Chunks ``load.chunks``.
     """
-    plans = da.from_array(BlockPlans(plan), chunks=1, asarray=False, inline_array=False,
-                          name=f"rumi-stac-plan-{plan.token}",
+    plans = da.from_array(BlockPlans(load), chunks=1, asarray=False, inline_array=False,
+                          name=f"rumi-stac-plan-{load.token}",
                           meta=np.empty((0, 0, 0, 0), dtype=object))
-    return da.map_blocks(_load, plans, chunks=plan.chunks, dtype=plan.dtype,
-                         meta=np.empty((0, 0, 0, 0), dtype=plan.dtype),
-                         name=f"rumi-stac-{plan.token}")
+    return da.map_blocks(_load, plans, chunks=load.chunks, dtype=load.dtype,
+                         meta=np.empty((0, 0, 0, 0), dtype=load.dtype),
+                         name=f"rumi-stac-{load.token}")

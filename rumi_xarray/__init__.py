@@ -38,6 +38,25 @@ from rumi_xarray.errors import (
     RumiWriteValueError,
 )
 from rumi_xarray.options import get_options, set_options
+from rumi_xarray.options import on_set as _on_set
+
+
+def _apply_verify(on: bool, restoring: bool) -> None:
+    """Apply ``verify`` to librumi whenever it is set, changed or not.
+
+    At once, so a direct ``rumi.read`` after ``set_options(verify=True)`` is
+    verified too (librumi fixes the setting at its first frame); librumi loads
+    only then, never at import. Setting is strict; restoring at the end of a
+    ``with`` block never raises: if verification was pinned off inside it, the
+    reads after it refuse and say why. Wired here because the settings
+    registry sits below ``native/``.
+    """
+    from rumi_xarray.native import checksums
+
+    checksums.apply(bool(on), strict=not restoring)
+
+
+_on_set("verify", _apply_verify)
 
 if TYPE_CHECKING:  # what __getattr__ imports on first use, for type checkers
     from rumi_xarray.backend.accessor import Explanation, explain

@@ -39,6 +39,7 @@ first), reads raise :class:`~rumi_xarray.errors.RumiVerificationError` until
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 from collections.abc import Callable, Mapping
@@ -72,14 +73,64 @@ _lock = threading.RLock()
 _values: dict[str, Any] | None = None
 #: Options whose change must reach live state (cache size, librumi settings).
 _hooks: dict[str, Callable[[Any], None]] = {}
+#: Options applied to live state whenever they are set, changed or not (librumi's
+#: ``verify``): called with the value and whether a ``with`` block restores it.
+_appliers: dict[str, Callable[[Any, bool], None]] = {}
+
+
+#: Byte units as dask spells them, case-insensitive: none, decimal (``kB``, ``k``)
+#: and binary (``KiB``, ``Ki``), up to peta.
+_UNITS = {"": 1, "b": 1} | {
+    f"{prefix}{suffix}": base**power
+    for power, prefix in enumerate("kmgtp", start=1)
+    for base, suffixes in ((1000, ("", "b")), (1024, ("i", "ib")))
+    for suffix in suffixes}
+
+
+def parse_bytes(text: str) -> int:
+    """Return the number of bytes ``text`` spells, read as ``dask.utils.parse_bytes`` reads it.
+
+    ``"128MiB"``, ``"64 MB"``, ``"5.4kB"``, ``"1e6"``, ``"MiB"`` (one of
+    them). Written here rather than borrowed from dask because the settings
+    registry sits below everything that may import dask;
+    ``tests/test_options.py`` compares the two on generated sizes.
+
+    Parameters
+    ----------
+    text : str
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    ValueError
+        Not a number followed by a byte unit, or not finite.
+    """
+    compact = text.replace(" ", "")
+    if not any(char.isdigit() for char in compact):
+        compact = f"1{compact}"
+    cut = len(compact)
+    while cut > 0 and compact[cut - 1].isalpha():
+        cut -= 1
+    number, unit = compact[:cut], compact[cut:]
+    try:
+        count = float(number)
+    except ValueError:
+        raise ValueError(f"cannot read {number!r} as a number") from None
+    multiplier = _UNITS.get(unit.lower())
+    if multiplier is None:
+        raise ValueError(f"cannot read {unit!r} as a byte unit")
+    if not math.isfinite(count * multiplier):
+        raise ValueError(f"{text!r} is not a finite size")
+    return int(count * multiplier)
 
 
 def _bytes(name: str, value: Any) -> int | None:
     if value is None:
         return None
     if isinstance(value, str):
-        from rumi_xarray.dask.sizes import parse_bytes
-
         try:
             value = parse_bytes(value)
         except ValueError as exc:
@@ -209,6 +260,26 @@ def on_change(name: str, hook: Callable[[Any], None]) -> None:
     _hooks[name] = hook
 
 
+def on_set(name: str, apply: Callable[[Any, bool], None]) -> None:
+    """Register the function that applies ``name`` whenever :class:`set_options` sets it.
+
+    Unlike :func:`on_change`, it runs even when the value does not change:
+    ``set_options(verify=True)`` reaches librumi at once, so a direct
+    ``rumi.read`` after it is verified too. The registry imports no module
+    that applies settings; they register here (the package's ``__init__``
+    registers ``verify``, whose module loads librumi only when it is set).
+
+    Parameters
+    ----------
+    name : str
+    apply : callable
+        ``apply(value, restoring)``: called before the value is stored, where
+        raising refuses it (``restoring`` False), and again with the previous
+        value when a ``with`` block ends (``restoring`` True).
+    """
+    _appliers[name] = apply
+
+
 class set_options:  # noqa: N801  (named like xarray's set_options, used the same way)
     """Change rumi_xarray settings, for the process or within a ``with`` block.
 
@@ -262,10 +333,9 @@ class set_options:  # noqa: N801  (named like xarray's set_options, used the sam
         with _lock:
             values = _load()
             self._old = {name: values[name] for name in checked}
-            if "verify" in checked:
-                # At once, even when unchanged: a direct rumi.read after this call
-                # is then verified too (librumi fixes it at the first frame).
-                _apply_verify(checked["verify"], strict=True)
+            for name, value in checked.items():
+                if name in _appliers:
+                    _appliers[name](value, False)
             self._apply(checked)
 
     @staticmethod
@@ -291,15 +361,7 @@ class set_options:  # noqa: N801  (named like xarray's set_options, used the sam
                  tb: TracebackType | None) -> None:
         with _lock:
             self._apply(self._old)
-            if "verify" in self._old:
-                # Restoring never raises: if verification was pinned off inside
-                # the block, the reads after it refuse and say why.
-                _apply_verify(self._old["verify"], strict=False)
-
-
-def _apply_verify(on: bool, strict: bool) -> None:
-    """Apply ``verify`` to librumi (see :func:`rumi_xarray.native.checksums.apply`)."""
-    from rumi_xarray.native import checksums
-
-    checksums.apply(bool(on), strict=strict)
+            for name, value in self._old.items():
+                if name in _appliers:
+                    _appliers[name](value, True)
 

@@ -52,7 +52,7 @@ DASK_MODULES = frozenset({
     "rumi_xarray.dask.cluster",
     "rumi_xarray.dask.graphs",
     "rumi_xarray.dask.optimize",
-    "rumi_xarray.dask.sizes",
+    "rumi_xarray.dask.config",
     "rumi_xarray.stac.graph",
     "rumi_xarray.write.batches",
 })

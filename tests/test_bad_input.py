@@ -11,7 +11,7 @@ import xarray as xr
 from xarray.core import indexing
 
 import rumi_xarray as rx
-from rumi_xarray.backend.dataset import backend_arrays
+from rumi_xarray.backend.accessor import backend_arrays
 from rumi_xarray.backend.entrypoint import RumiBackendEntrypoint
 
 

@@ -42,7 +42,7 @@ import rumi
 import xarray as xr
 
 import rumi_xarray as rx
-from rumi_xarray.dask.sizes import query_planning
+from rumi_xarray.dask.config import query_planning
 from tests.truth import read as truth_of
 
 pytestmark = pytest.mark.dask

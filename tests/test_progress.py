@@ -34,7 +34,7 @@ import sys
 import numpy as np, dask.array as da, xarray as xr
 import rumi_xarray as rx
 from rumi_xarray import progress
-from rumi_xarray.backend.dataset import backend_arrays
+from rumi_xarray.backend.accessor import backend_arrays
 from rumi_xarray.backend.execute import run_call
 from rumi_xarray.model import planning
 from rumi_xarray.model.planning import Call

@@ -13,7 +13,8 @@ import xarray as xr
 from rumi_xarray.errors import RumiArgumentError
 from rumi_xarray.model.costs import Explanation
 
-__all__ = ["Explanation", "RumiDataArrayAccessor", "RumiDatasetAccessor", "explain"]
+__all__ = ["Explanation", "RumiDataArrayAccessor", "RumiDatasetAccessor", "backend_arrays",
+           "explain"]
 
 
 def explain(obj: xr.Dataset | xr.DataArray) -> Explanation:
@@ -82,7 +83,18 @@ def _reads(obj: xr.Dataset | xr.DataArray) -> list[tuple[Any, Any]]:
     return found
 
 
-def _backend_arrays(obj: xr.Dataset | xr.DataArray) -> list[Any]:
+def backend_arrays(obj: xr.Dataset | xr.DataArray) -> list[Any]:
+    """Return the Rumi arrays computing ``obj`` reads, lazily indexed or dask-backed.
+
+    Parameters
+    ----------
+    obj : xarray.Dataset or xarray.DataArray
+
+    Returns
+    -------
+    list of RumiBackendArray
+        One per read (a dask-backed variable gives one per chunk read).
+    """
     return [array for array, _ in _reads(obj)]
 
 
@@ -147,7 +159,7 @@ class _RumiAccessor:
     @property
     def sources(self) -> list[str]:
         """Return the (credential-free) names of the files behind the object."""
-        for array in _backend_arrays(self._obj):
+        for array in backend_arrays(self._obj):
             return [s.describe() for s in array.cube.scenes]
         return [str(self._encoding()["source"])]
 

@@ -10,7 +10,6 @@ behaves exactly as with xarray's other backends, lazily.
 from __future__ import annotations
 
 import functools
-import warnings
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,30 +18,23 @@ import numpy as np
 import xarray as xr
 from xarray.core import indexing
 
-from rumi_xarray import options
 from rumi_xarray.backend.array import RumiBackendArray
-from rumi_xarray.backend.wrappers import find_backend
 from rumi_xarray.conventions import crs_index, georef, netcdf
-from rumi_xarray.conventions.bands import BandLabels
+from rumi_xarray.conventions.bands import BandCoords
 from rumi_xarray.conventions.time import TIME_UNITS, time_seconds
-from rumi_xarray.dask.sizes import converts_to_numpy, dask_chunk_bytes, query_planning
-from rumi_xarray.errors import user_stacklevel
+from rumi_xarray.dask.chunks import preferred_chunks
 from rumi_xarray.model.cube import Cube
 from rumi_xarray.model.grid import CUBE_DIMS
 
 VARIABLE = "band_data"
 
-#: Read-group size when neither the option nor dask's configuration says.
-DEFAULT_GROUP_BYTES = 128 * 2**20
-#: Under dask's array query planning a selection reads every chunk it touches
-#: whole (no slice reaches the read), so read groups default to less.
-QUERY_PLANNING_GROUP_BYTES = 16 * 2**20
-_warned_query_planning = False
-
 
 @dataclass(frozen=True)
-class Labels:
-    """What the files say about their axes: band texts, time, georeferencing.
+class CubeLabels:
+    """The labels of a cube's axes and its CF attributes, from headers, sidecar or catalog.
+
+    Band texts label ``band``, time steps ``time``, the transform and CRS ``y``
+    and ``x``: what the Dataset's coordinates are built from.
 
     Parameters
     ----------
@@ -70,7 +62,7 @@ class Labels:
     cf: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def from_metadata(cls, meta: Any, where: str = "") -> Labels:
+    def from_metadata(cls, meta: Any, where: str = "") -> CubeLabels:
         """Return the labels of one file's ``rumi.Metadata``."""
         seconds, bounds = time_seconds(meta.time or [], where)
         return cls(bands=tuple(meta.bands or ()), seconds=seconds, bounds=bounds,
@@ -83,67 +75,7 @@ class Labels:
         return self.transform is not None and self.crs is not None
 
 
-def group_bytes() -> int:
-    """Return the decoded bytes of one read group (the preferred dask chunk).
-
-    Returns
-    -------
-    int
-        The ``group_bytes`` option, else 16 MiB under dask's array query
-        planning (warned once), else dask's ``array.chunk-size`` (when dask
-        is in use), else 128 MiB.
-    """
-    chosen = options.option("group_bytes")
-    if chosen is not None:
-        return int(chosen)
-    if query_planning():
-        _warn_query_planning()
-        return QUERY_PLANNING_GROUP_BYTES
-    return dask_chunk_bytes(DEFAULT_GROUP_BYTES)
-
-
-def _warn_query_planning() -> None:
-    global _warned_query_planning
-    if _warned_query_planning:
-        return
-    _warned_query_planning = True
-    warnings.warn(
-        "dask's array query planning is on: it does not pass a selection down to the "
-        "read of a chunk, so every chunk a computation touches is read whole (one native "
-        f"call each). rumi_xarray therefore uses read groups of "
-        f"{QUERY_PLANNING_GROUP_BYTES // 2**20} MiB instead of dask's chunk size; "
-        "rx.set_options(group_bytes=...) chooses another size." + _values_caveat(),
-        UserWarning, stacklevel=user_stacklevel())
-
-
-def _values_caveat() -> str:
-    """Say so when this dask's query-planning arrays do not convert to numpy."""
-    if converts_to_numpy():
-        return ""
-    return (" In this mode dask arrays lack __array__ (dask/dask#11922): .values and "
-            "numpy.asarray return an object array, so use .compute() or .load().")
-
-
-def preferred_chunks(cube: Cube, dims: tuple[str, ...]) -> dict[str, int]:
-    """Return one read group per dimension: xarray's ``preferred_chunks``.
-
-    ``chunks={}`` gives exactly these chunks, ``chunks="auto"`` multiples of
-    them; either way every dask chunk is whole frames read by one native call.
-
-    Parameters
-    ----------
-    cube : Cube
-    dims : tuple of str
-
-    Returns
-    -------
-    dict
-    """
-    group = cube.read_group(group_bytes(), one_band="band" not in dims)
-    return {d: n for d, n in zip(CUBE_DIMS, group, strict=True) if d in dims}
-
-
-def build(cube: Cube, labels: Labels, *, band_as_variable: bool = False,
+def build(cube: Cube, labels: CubeLabels, *, band_as_variable: bool = False,
           drop_variables: str | Iterable[str] | None = None,
           decoders: Mapping[str, Any] | None = None,
           promote_integers: bool = False) -> xr.Dataset:
@@ -152,7 +84,7 @@ def build(cube: Cube, labels: Labels, *, band_as_variable: bool = False,
     Parameters
     ----------
     cube : Cube
-    labels : Labels
+    labels : CubeLabels
     band_as_variable : bool
         One variable per band, named by its short band name, instead of
         ``band_data``.
@@ -171,7 +103,7 @@ def build(cube: Cube, labels: Labels, *, band_as_variable: bool = False,
     xarray.Dataset
     """
     g = cube.grid
-    band_labels = BandLabels.from_texts(labels.bands)
+    band_coords = BandCoords.from_texts(labels.bands)
     # One Dataset constructor call: assigning coordinates one by one costs
     # xarray an alignment each, several milliseconds per open.
     coords, indexed = georef.spatial_coords(labels.transform, labels.crs,
@@ -194,14 +126,14 @@ def build(cube: Cube, labels: Labels, *, band_as_variable: bool = False,
         if band is None:
             name = VARIABLE
         else:
-            name = band_labels.names[band]
-            var_attrs["long_name"] = band_labels.texts[band]
+            name = band_coords.names[band]
+            var_attrs["long_name"] = band_coords.texts[band]
         enc = _encoding(cube, backend.dims, header, labels.georeferenced)
         backend.read_group = tuple(enc["preferred_chunks"][d] for d in backend.dims)
         variables[name] = xr.Variable(backend.dims, indexing.LazilyIndexedArray(backend),
                                       var_attrs, encoding=enc)
     if not band_as_variable:
-        coords.update(band_labels.coords())
+        coords.update(band_coords.coords())
     ds = xr.Dataset(variables, coords=coords)
     if indexed is not None:
         ds = ds.assign_coords(indexed)
@@ -248,7 +180,7 @@ def _astype(values: Any, dtype: np.dtype) -> Any:
     return np.asarray(values).astype(dtype)
 
 
-def _time_coords(labels: Labels) -> dict[Hashable, xr.Variable]:
+def _time_coords(labels: CubeLabels) -> dict[Hashable, xr.Variable]:
     """Return ``time`` (always a dimension) and ``time_bnds``, CF-encoded."""
     # POSIX seconds count no leap seconds: CF 1.11's units_metadata says so.
     attrs: dict[str, Any] = {"standard_name": "time", "long_name": "time", "axis": "T",
@@ -299,23 +231,3 @@ def _forget_dropped_grid_mapping(ds: xr.Dataset) -> xr.Dataset:
             if isinstance(name, str) and name not in ds.variables:
                 del where["grid_mapping"]
     return ds
-
-
-def backend_arrays(obj: xr.Dataset | xr.DataArray) -> list[RumiBackendArray]:
-    """Return the Rumi arrays under the lazily indexed variables of ``obj``.
-
-    Parameters
-    ----------
-    obj : xarray.Dataset or xarray.DataArray
-
-    Returns
-    -------
-    list of RumiBackendArray
-    """
-    found = []
-    variables = obj.variables.values() if isinstance(obj, xr.Dataset) else [obj.variable]
-    for var in variables:
-        located = find_backend(var._data)
-        if located is not None:
-            found.append(located[0])
-    return found

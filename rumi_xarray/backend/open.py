@@ -84,10 +84,10 @@ def open_rumi(filename_or_obj: Any, *, drop_variables: str | Iterable[str] | Non
                                     scale_factor=scale_factor, add_offset=add_offset,
                                     units=units, dtype=grid.dtype, where=scene.name,
                                     pending=pending)
-    labels = dataset.Labels.from_metadata(meta, scene.name)
+    labels = dataset.CubeLabels.from_metadata(meta, scene.name)
     transform, crs, pixel_is_point = georef.with_sidecar(
         labels.transform, labels.crs, labels.pixel_is_point, facts, scene.name)
-    labels = dataset.Labels(labels.bands, labels.seconds, labels.bounds, transform, crs,
+    labels = dataset.CubeLabels(labels.bands, labels.seconds, labels.bounds, transform, crs,
                             pixel_is_point, facts)
     # xarray's defaults for every engine: masked and scaled, times decoded.
     decoders: dict[str, Any] = {

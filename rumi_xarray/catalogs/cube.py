@@ -354,7 +354,7 @@ def _open_table(url: str, *, storage_options: dict[str, Any] | None, time: Any,
     seconds, bounds = facts["seconds"], facts["bounds"]
     one = pd.DataFrame([ref]).assign(_row=[facts["reference_label"]])
     labels = _labels(one, grid)
-    labels = dataset.Labels(bands=labels.bands, seconds=seconds.reshape(-1),
+    labels = dataset.CubeLabels(bands=labels.bands, seconds=seconds.reshape(-1),
                             bounds=None if bounds is None else bounds.reshape(-1, 2),
                             transform=labels.transform, crs=labels.crs,
                             pixel_is_point=labels.pixel_is_point, cf=labels.cf)
@@ -430,7 +430,7 @@ def _extra_coords(rows: pd.DataFrame, steps: list[int]) -> dict[str, Any]:
     return out
 
 
-def _labels(rows: pd.DataFrame, grid: Grid) -> dataset.Labels:
+def _labels(rows: pd.DataFrame, grid: Grid) -> dataset.CubeLabels:
     seconds = np.concatenate([np.asarray(s, dtype=np.int64) for s in rows["time_seconds"]])
     bounds_col = ([_as_list(b) for b in rows["time_bounds"]] if "time_bounds" in rows
                   else [None] * len(rows))
@@ -453,7 +453,7 @@ def _labels(rows: pd.DataFrame, grid: Grid) -> dataset.Labels:
     grid_transform, grid_crs, point = georef.with_sidecar(
         None if transform is None else tuple(float(v) for v in transform),
         None if crs is None else int(crs), None if pip is None else bool(pip), attrs, where)
-    return dataset.Labels(
+    return dataset.CubeLabels(
         bands=tuple(_as_list(ref["bands"]) or ()), seconds=seconds, bounds=bounds,
         transform=grid_transform, crs=grid_crs, pixel_is_point=point, cf=attrs)
 

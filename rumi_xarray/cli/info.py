@@ -56,12 +56,12 @@ def describe(source: str) -> dict[str, Any]:
         raise CommandError(f"{source}: no such file")
     scene, meta = open_scene(source)
     grid = Grid.from_metadata(meta)
-    labels = dataset.Labels.from_metadata(meta, scene.name)
+    labels = dataset.CubeLabels.from_metadata(meta, scene.name)
     facts = cf.read_sidecar(scene.source)
     # The sidecar completes a CRS the format cannot hold (WKT2, and its grid).
     transform, crs, point = georef.with_sidecar(labels.transform, labels.crs,
                                                 labels.pixel_is_point, dict(facts), scene.name)
-    labels = dataset.Labels(labels.bands, labels.seconds, labels.bounds, transform, crs, point)
+    labels = dataset.CubeLabels(labels.bands, labels.seconds, labels.bounds, transform, crs, point)
     ds = dataset.build(Cube.single(scene, grid), labels)
     var = ds["band_data"]
     frame_bytes = sum(length for _, length in reads.plan_ranges(

@@ -32,8 +32,12 @@ _WAVELENGTH = re.compile(r"(\d+(?:\.\d+)?)\s*(nm|um|µm|μm)\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
-class BandLabels:
-    """What the band texts say, one entry per band.
+class BandCoords:
+    """The values of ``band`` and its companion coordinates, parsed from band texts.
+
+    One entry per band: ``names`` label ``band`` (and name the variables of
+    ``band_as_variable=True``), ``texts`` ``band_text``, ``common_names``
+    ``common_name`` and ``wavelengths`` ``center_wavelength`` (:meth:`coords`).
 
     Attributes
     ----------
@@ -53,7 +57,7 @@ class BandLabels:
     wavelengths: tuple[float, ...]
 
     @classmethod
-    def from_texts(cls, texts: Sequence[str]) -> BandLabels:
+    def from_texts(cls, texts: Sequence[str]) -> BandCoords:
         """Parse band texts.
 
         Parameters
@@ -62,7 +66,7 @@ class BandLabels:
 
         Returns
         -------
-        BandLabels
+        BandCoords
         """
         texts = tuple(str(t) for t in texts)
         fields = [top_level_fields(t) for t in texts]

@@ -78,7 +78,7 @@ def install() -> None:
     global _base
     import dask
 
-    from rumi_xarray.dask.sizes import query_planning
+    from rumi_xarray.dask.config import query_planning
 
     if query_planning():  # array-expr collections never call array_optimize
         return

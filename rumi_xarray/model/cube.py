@@ -14,7 +14,7 @@ from typing import Any, overload
 
 import numpy as np
 
-from rumi_xarray.model.grid import Grid, read_group
+from rumi_xarray.model.grid import Grid
 from rumi_xarray.sources.redact import redact
 
 
@@ -126,21 +126,6 @@ class Cube:
         if len(self.scenes) == 1:
             return self.scenes[0].describe()
         return f"{len(self.scenes)} scenes ({self.scenes[0].describe()}, ...)"
-
-    def read_group(self, target_bytes: int, *, one_band: bool = False
-                   ) -> tuple[int, int, int, int]:
-        """Return the ``(time, band, y, x)`` shape of one read group of this cube.
-
-        Parameters
-        ----------
-        target_bytes : int
-        one_band : bool, default False
-
-        Returns
-        -------
-        tuple of int
-        """
-        return read_group(self.grid, len(self.steps), target_bytes, one_band=one_band)
 
     def segments(self, times: np.ndarray) -> list[tuple[int, list[int], list[int]]]:
         """Split cube time steps by scene.

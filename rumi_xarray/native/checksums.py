@@ -11,9 +11,10 @@ A protection the user asked for and cannot have never degrades to a warning:
 when verification is wanted (rumi_xarray's default) but pinned off, every read
 through rumi_xarray raises :class:`~rumi_xarray.errors.RumiVerificationError`
 saying how to get it back or to accept unverified reads
-(:func:`refusal`). This module imports neither the options nor anything else
-of rumi_xarray but the errors, so the settings registry can apply
-``rx.set_options(verify=...)`` at once, before a direct ``rumi.read`` fixes it.
+(:func:`refusal`). ``rx.set_options(verify=...)`` reaches :func:`apply` at once,
+before a direct ``rumi.read`` fixes it, through the hook the package registers
+with :func:`rumi_xarray.options.on_set` (the registry sits below ``native/`` and
+imports nothing of it); this module imports nothing of rumi_xarray but the errors.
 """
 
 from __future__ import annotations

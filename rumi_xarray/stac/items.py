@@ -60,7 +60,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rumi_xarray.conventions.bands import BandLabels
+from rumi_xarray.conventions.bands import BandCoords
 from rumi_xarray.conventions.georef import (
     corner_transform,
     crs_fields,
@@ -268,7 +268,7 @@ def item_from_row(row: Mapping[Any, Any], item_id: str, *, row_number: int | Non
     if len(texts) != grid.bands:
         raise RumiCatalogError(f"{where}: {len(texts)} band texts for {grid.bands} bands in "
                                f"the header")
-    labels = BandLabels.from_texts(texts)
+    labels = BandCoords.from_texts(texts)
     eo_bands = []
     for name, text, common, wavelength in zip(labels.names, labels.texts, labels.common_names,
                                               labels.wavelengths, strict=True):

@@ -43,7 +43,7 @@ import numpy as np
 import xarray as xr
 
 from rumi_xarray.conventions import cf
-from rumi_xarray.conventions.bands import BandLabels
+from rumi_xarray.conventions.bands import BandCoords
 from rumi_xarray.errors import RumiCatalogError
 from rumi_xarray.model.cube import Scene
 from rumi_xarray.stac import grid as grids
@@ -233,7 +233,7 @@ def _open_archive(items: Any, bands: str | Sequence[str] | None, *, crs: Any, re
                   storage_options: dict[str, Any] | None, datetime: Any,
                   query: Mapping[str, Any] | None) -> xr.Dataset:
     """Open a load whose output chunks look their Items up in the table when they run."""
-    from rumi_xarray.backend.dataset import group_bytes
+    from rumi_xarray.dask.chunks import stac_output_chunks
     from rumi_xarray.stac import archive
     from rumi_xarray.stac.graph import load_array
 
@@ -256,7 +256,7 @@ def _open_archive(items: Any, bands: str | Sequence[str] | None, *, crs: Any, re
     fill_nodata = ref.nodata if nodata is None else float(nodata)
     fill = _fill(dtype, fill_nodata)
     shape = (len(times), len(names), *gbox.shape.yx)
-    sizes = stac_plan.chunk_sizes(chunks, shape, dtype.itemsize, group_bytes())
+    sizes = stac_output_chunks(chunks, shape, dtype.itemsize)
     token = archive.token(url, gbox.crs.to_wkt(), tuple(gbox.transform), tuple(gbox.shape),
                           names, sizes, dtype.str, repr(fill), resampling, repr(datetime),
                           repr(query), repr(bbox), groupby)
@@ -374,13 +374,13 @@ def _open_warped(sources: Sequence[StacSource], groups: Sequence[Sequence[stac_p
                  band_as_variable: bool, storage_options: dict[str, Any] | None
                  ) -> xr.Dataset:
     """Build the reprojecting load: one dask task per output chunk."""
-    from rumi_xarray.backend.dataset import group_bytes
+    from rumi_xarray.dask.chunks import stac_output_chunks
     from rumi_xarray.sources import resolve
     from rumi_xarray.stac.graph import load_array
 
     fill = _fill(dtype, nodata)
     shape = (len(groups), len(names), *gbox.shape.yx)
-    sizes = stac_plan.chunk_sizes(chunks, shape, dtype.itemsize, group_bytes())
+    sizes = stac_output_chunks(chunks, shape, dtype.itemsize)
     scenes = tuple(Scene(resolve.resolve(s.href, storage_options=storage_options), s.header,
                          s.position) for s in sources)
     token = stac_plan.load_token(sources, gbox.crs.to_wkt(), tuple(gbox.transform),
@@ -427,7 +427,7 @@ def _conform(ds: xr.Dataset, gbox: Any, sources: Sequence[StacSource],
     if "band" in ds.dims:
         # rumi_xarray's band companions (full text, common name, wavelength), both paths
         texts = sources[0].labels.texts
-        companions = BandLabels.from_texts([texts[i] for i in band_index[0]]).coords()
+        companions = BandCoords.from_texts([texts[i] for i in band_index[0]]).coords()
         companions.pop("band")
         if "band_text" not in companions and list(names) != [texts[i] for i in band_index[0]]:
             companions["band_text"] = xr.Variable(

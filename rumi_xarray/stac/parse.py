@@ -29,7 +29,7 @@ from urllib.parse import urljoin
 import numpy as np
 import pandas as pd
 
-from rumi_xarray.conventions.bands import BandLabels
+from rumi_xarray.conventions.bands import BandCoords
 from rumi_xarray.conventions.georef import shift_half_pixel
 from rumi_xarray.errors import RumiCatalogError, RumiCatalogKeyError, RumiSourceTypeError
 from rumi_xarray.model.grid import Grid
@@ -90,9 +90,9 @@ class StacSource:
     properties: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     @property
-    def labels(self) -> BandLabels:
+    def labels(self) -> BandCoords:
         """Return the parsed band texts (short names, common names, wavelengths)."""
-        return BandLabels.from_texts(self.band_texts)
+        return BandCoords.from_texts(self.band_texts)
 
     @property
     def geobox(self) -> Any:

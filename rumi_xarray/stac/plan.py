@@ -25,7 +25,6 @@ from __future__ import annotations
 import abc
 import datetime as dt
 import hashlib
-import math
 from collections import defaultdict
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -33,7 +32,6 @@ from typing import Any
 
 import numpy as np
 
-from rumi_xarray.errors import RumiCatalogError
 from rumi_xarray.model.cube import Cube, Scene
 from rumi_xarray.model.grid import Grid
 from rumi_xarray.model.planning import Call
@@ -43,8 +41,6 @@ from rumi_xarray.stac.parse import StacSource
 WIDEN_LIMIT = 1.5
 #: Source padding (pixels) of resampling kernels wider than odc-geo's default 1.
 KERNEL_PADDING = {"cubic": 2, "cubic_spline": 2, "lanczos": 3, "gauss": 2}
-#: Side of the square spatial chunks a read group falls back to, in pixels.
-SPATIAL_STEP = 256
 
 
 @dataclass(frozen=True)
@@ -261,66 +257,6 @@ def _sortable(value: Any) -> Any:
     if isinstance(value, (int, float, str)):
         return value
     return repr(value)
-
-
-def chunk_sizes(chunks: Any, shape: tuple[int, int, int, int], itemsize: int, target: int
-                ) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
-    """Return output chunks along time, band, y and x.
-
-    Dimensions the caller does not fix form a *read group* of at most
-    ``target`` bytes: every band (one native call reads them together); the
-    whole extent when it fits, else square tiles (multiples of 256 pixels);
-    then as many time steps as fit, so a time series over a small area is
-    one chunk (one native call per source group for all its scenes).
-
-    Parameters
-    ----------
-    chunks : dict, int, str or None
-        ``{}``, ``"auto"`` or None: read groups; an int: that size along
-        time, y and x; a dict ``{"time": n, "band": n, "y": n, "x": n}``
-        (``-1`` the whole dimension), missing ones sized as read groups.
-        ``"band": 1`` reads each band in its own tasks.
-    shape : (time, band, y, x)
-    itemsize : int
-    target : int
-        Decoded bytes of one read group.
-
-    Returns
-    -------
-    tuple of tuple of int
-    """
-    nt, nb, ny, nx = shape
-    wanted: dict[str, int | None] = {"time": None, "band": None, "y": None, "x": None}
-    if isinstance(chunks, int) and not isinstance(chunks, bool):
-        wanted = {"time": chunks, "band": None, "y": chunks, "x": chunks}
-    elif isinstance(chunks, Mapping):
-        for dim, value in chunks.items():
-            if dim in ("latitude", "longitude"):
-                dim = {"latitude": "y", "longitude": "x"}[dim]
-            if dim not in wanted:
-                continue
-            wanted[dim] = None if value in (None, "auto") else int(value)
-    elif not (chunks is None or chunks == "auto"):
-        raise RumiCatalogError(f"chunks must be a dict, an int, 'auto' or None, got {chunks!r}")
-    fixed = {d: (n if w == -1 else w) for (d, w), n in zip(wanted.items(), shape, strict=True)}
-    band = fixed["band"] or nb
-    per_pixel = max(1, band * itemsize)
-    y, x = fixed["y"] or ny, fixed["x"] or nx
-    if (fixed["y"] is None or fixed["x"] is None) and y * x * per_pixel > target:
-        side = max(SPATIAL_STEP,
-                   int(math.sqrt(target / per_pixel)) // SPATIAL_STEP * SPATIAL_STEP)
-        y = fixed["y"] or min(ny, side)
-        x = fixed["x"] or min(nx, side)
-    time = fixed["time"] or max(1, min(nt, target // max(y * x * per_pixel, 1)))
-    return (_split(nt, max(1, time)), _split(nb, max(1, band)), _split(ny, max(1, y)),
-            _split(nx, max(1, x)))
-
-
-def _split(n: int, size: int) -> tuple[int, ...]:
-    if n == 0:
-        return (0,)
-    full, rest = divmod(n, size)
-    return (size,) * full + ((rest,) if rest else ())
 
 
 def bins(sources: Sequence[StacSource], gbox: Any, chunks: tuple[tuple[int, ...], ...]

@@ -30,6 +30,8 @@ import dask
 import dask.array as da
 import numpy as np
 
+from rumi_xarray.dask.chunks import whole_frame_blocks
+
 #: Blocks are computed in batches holding about this many decoded bytes of
 #: source data: dask's scheduler may otherwise start many source chunks
 #: before their frames are compressed (measured: 1.7x the array in memory),
@@ -73,7 +75,7 @@ def compress_frames(data: Any, starts: Sequence[tuple[int, int, int, int]],
         be stored as frames the file's header cannot decode. Nothing is
         compressed from it.
     """
-    blocks = frame_aligned(data, frame_shape)
+    blocks = whole_frame_blocks(data, frame_shape)
     counted = _Counted(compress, advance)
     grid = tuple(tuple(-(-int(c) // n) for c in chunks)
                  for chunks, n in zip(blocks.chunks, frame_shape, strict=True))
@@ -130,32 +132,6 @@ def _block_tasks(payloads: Any) -> np.ndarray:
             key = key[i]
         tasks[index] = Delayed(key, graph)
     return tasks
-
-
-def frame_aligned(data: Any, frame_shape: tuple[int, int, int, int]) -> Any:
-    """Return ``data`` with every chunk made of whole frames.
-
-    The array itself when its chunk boundaries already fall on frame
-    boundaries; otherwise a rechunk to the multiple of the frame extent
-    nearest each axis's first chunk (at least one frame).
-
-    Parameters
-    ----------
-    data : dask.array.Array
-    frame_shape : tuple of int
-        Extent of an interior frame along ``(t, b, y, x)``.
-
-    Returns
-    -------
-    dask.array.Array
-    """
-    aligned = all(all(int(edge) % n == 0 for edge in np.cumsum(chunks)[:-1])
-                  for chunks, n in zip(data.chunks, frame_shape, strict=True))
-    if aligned:
-        return data
-    target = tuple(n * max(1, round(int(chunks[0]) / n))
-                   for chunks, n in zip(data.chunks, frame_shape, strict=True))
-    return data.rechunk(target)
 
 
 class _Counted:

@@ -1,4 +1,9 @@
-"""Byte sizes as dask spells them (``"128MiB"``), and dask's configured chunk size."""
+"""What this process's dask is configured to do: chunk size, query planning, numpy conversion.
+
+Facts only, read from dask (or, before dask is imported, from the environment
+variables it reads itself); nothing here decides a chunk. How rumi_xarray
+chooses its chunks from these facts is :mod:`rumi_xarray.dask.chunks`.
+"""
 
 from __future__ import annotations
 
@@ -6,48 +11,25 @@ import os
 import sys
 
 
-def parse_bytes(text: str) -> int:
-    """Return the number of bytes in ``text`` (``"64MiB"``, ``"1e6"``, ``"2 GB"``).
-
-    Parameters
-    ----------
-    text : str
-
-    Returns
-    -------
-    int
-
-    Raises
-    ------
-    ValueError
-    """
-    from dask.utils import parse_bytes as dask_parse_bytes
-
-    return int(dask_parse_bytes(text))
-
-
-def dask_chunk_bytes(default: int) -> int:
-    """Return dask's ``array.chunk-size`` when dask is in use, else ``default``.
+def chunk_size() -> int | None:
+    """Return dask's ``array.chunk-size`` in bytes, or None when dask is not in use.
 
     dask is not imported for this: a process that has not imported it has
     not configured it either.
 
-    Parameters
-    ----------
-    default : int
-
     Returns
     -------
-    int
+    int or None
     """
     if "dask" not in sys.modules:
-        return default
+        return None
     import dask
+    from dask.utils import parse_bytes
 
     value = dask.config.get("array.chunk-size", None)
     if value is None:
-        return default
-    return parse_bytes(value) if isinstance(value, str) else int(value)
+        return None
+    return int(parse_bytes(value)) if isinstance(value, str) else int(value)
 
 
 def query_planning() -> bool:
@@ -87,4 +69,3 @@ def converts_to_numpy() -> bool:
     import dask.array
 
     return hasattr(dask.array.Array, "__array__")
-

@@ -22,7 +22,7 @@ Each arm opens the file and reads, inside the timed region:
 - ``xr lazy``: ``xr.open_dataset(url, engine="rumi")`` then ``.values``
   (sidecar GET overlapped with the metadata reads);
 - ``xr lazy, sidecar after metadata``: the same with the overlap switched off
-  (``cf.prefetch`` replaced by ``None``), i.e. the previous sequential open.
+  (``sidecar.prefetch`` replaced by ``None``), i.e. the previous sequential open.
 
 Runs are interleaved per repetition after one warm-up whose values are checked
 against the engine's (decoded with the sidecar's scale). Requests are counted
@@ -50,7 +50,7 @@ import rumi  # noqa: E402
 import xarray as xr  # noqa: E402
 
 import rumi_xarray as rx  # noqa: E402
-from rumi_xarray.conventions import cf  # noqa: E402
+from rumi_xarray.conventions import sidecar  # noqa: E402
 
 BAR = 1.1
 WINDOW = (384, 512, 256, 256)  # row, col, height, width: 4 tiles of 256²
@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tag", default="remote_open")
     args = parser.parse_args(argv)
     files = _files(args.data_dir / "remote_open")
-    real = cf.prefetch
+    real = sidecar.prefetch
 
     def engine(url: str, window: tuple[int, ...] | None) -> np.ndarray:
         meta = rumi.info(source=url)
@@ -108,11 +108,11 @@ def main(argv: list[str] | None = None) -> int:
         return var.isel(time=0, band=2, y=slice(row, row + h), x=slice(col, col + w)).values
 
     def sequential(url: str, window: tuple[int, ...] | None) -> np.ndarray:
-        cf.prefetch = lambda *a, **k: None  # type: ignore[assignment]
+        sidecar.prefetch = lambda *a, **k: None  # type: ignore[assignment]
         try:
             return lazy(url, window)
         finally:
-            cf.prefetch = real  # type: ignore[assignment]
+            sidecar.prefetch = real  # type: ignore[assignment]
 
     arms: dict[str, Callable[[str, tuple[int, ...] | None], np.ndarray]] = {
         "engine": engine, "xr lazy": lazy, "xr lazy, sidecar after metadata": sequential}

@@ -98,7 +98,8 @@ def prepare(root: Path, size: int, res: float, dates: int, log: Any = print
     import rasterio
     from affine import Affine
 
-    from rumi_xarray.conventions import cf
+    from rumi_xarray.conventions.facts import Facts
+    from rumi_xarray.conventions.sidecar import Sidecar, write_sidecar
     from rumi_xarray.write.to_rumi import write_array
 
     root.mkdir(parents=True, exist_ok=True)
@@ -122,7 +123,7 @@ def prepare(root: Path, size: int, res: float, dates: int, log: Any = print
         path = root / s["rumi"]
         write_array(path, data[np.newaxis], bands=BANDS, time=[s["when"]],
                     transform=s["transform"], crs=s["epsg"], tile_size=512, progress=False)
-        cf.write_sidecar(path, {"nodata": NODATA})
+        write_sidecar(path, Sidecar(Facts(nodata=NODATA)))
         for b, short in enumerate(SHORT):
             with rasterio.open(root / s["tifs"][short], "w", driver="GTiff", width=size,
                                height=size, count=1, dtype="uint16",

@@ -12,31 +12,9 @@ import importlib
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
+from rumi_xarray import errors as _errors
 from rumi_xarray.backend import accessor as _accessor  # noqa: F401  (registers .rumi)
-from rumi_xarray.errors import (
-    RumiArgumentError,
-    RumiArgumentTypeError,
-    RumiCatalogError,
-    RumiCatalogKeyError,
-    RumiChecksumError,
-    RumiCRSMismatchError,
-    RumiError,
-    RumiFileChangedError,
-    RumiFileNotFoundError,
-    RumiFormatError,
-    RumiInternalError,
-    RumiIOError,
-    RumiMemoryError,
-    RumiSelectionError,
-    RumiSettingsError,
-    RumiSettingsValueError,
-    RumiSourceTypeError,
-    RumiUnsupportedError,
-    RumiVerificationError,
-    RumiWriteError,
-    RumiWriteTypeError,
-    RumiWriteValueError,
-)
+from rumi_xarray.errors import *  # noqa: F403  (the error classes: errors.__all__)
 from rumi_xarray.options import get_options, set_options
 from rumi_xarray.options import on_set as _on_set
 
@@ -94,29 +72,7 @@ _LAZY = {
 
 __all__ = [
     "Explanation",
-    "RumiArgumentError",
-    "RumiArgumentTypeError",
     "RumiBackendEntrypoint",
-    "RumiCRSMismatchError",
-    "RumiCatalogError",
-    "RumiCatalogKeyError",
-    "RumiChecksumError",
-    "RumiError",
-    "RumiFileChangedError",
-    "RumiFileNotFoundError",
-    "RumiFormatError",
-    "RumiIOError",
-    "RumiInternalError",
-    "RumiMemoryError",
-    "RumiSelectionError",
-    "RumiSettingsError",
-    "RumiSettingsValueError",
-    "RumiSourceTypeError",
-    "RumiUnsupportedError",
-    "RumiVerificationError",
-    "RumiWriteError",
-    "RumiWriteTypeError",
-    "RumiWriteValueError",
     "cache_info",
     "catalog",
     "clear_cache",
@@ -135,6 +91,7 @@ __all__ = [
     "to_stac",
     "write_array",
 ]
+__all__ += _errors.__all__
 
 try:
     __version__ = version("rumi-xarray")

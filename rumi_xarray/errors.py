@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import errno as errno_codes
 
+#: The error classes (``rumi_xarray`` re-exports exactly these). The helpers below
+#: (``argument_error``, ``input_error``, ``os_error``, ``with_context``) are for the package.
 __all__ = [
     "RumiArgumentError",
     "RumiArgumentTypeError",
@@ -38,9 +40,6 @@ __all__ = [
     "RumiWriteError",
     "RumiWriteTypeError",
     "RumiWriteValueError",
-    "input_error",
-    "os_error",
-    "with_context",
 ]
 
 

@@ -341,3 +341,17 @@ def test_info_over_http(capsys: pytest.CaptureFixture[str], http_server, remote_
     assert facts["ratio"] == pytest.approx(facts["decoded_bytes"] / facts["frame_bytes"])
     code, out, _ = run(capsys, "info", http_server.url("a.rumi"))
     assert "decoded / compressed frames" in out
+
+
+@pytest.mark.parametrize("command, wanted", [("catalog", ".parquet"),
+                                             ("stac", ".json or .parquet")])
+@pytest.mark.parametrize("debug", [[], ["--debug"]])
+def test_an_output_with_the_wrong_suffix_is_a_usage_error(
+        capsys: pytest.CaptureFixture[str], rumi_file: Path, tmp_path: Path, command: str,
+        wanted: str, debug: list[str]) -> None:
+    # The last argument is the output: a forgotten OUT must not overwrite the last source.
+    code, out, err = run(capsys, command, *debug, rumi_file, rumi_file)
+    assert code == 2 and out == ""
+    assert err == (f"rumi-xarray {command}: error: the last argument is the output and must "
+                   f"end in {wanted}, got {str(rumi_file)!r}\n")
+    assert "Traceback" not in err and rumi_file.stat().st_size > 0

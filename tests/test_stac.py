@@ -11,6 +11,7 @@ Items with ``rx.open_stac`` onto the same grid.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import datetime as dt
 import json
 import os
@@ -40,7 +41,8 @@ from shapely.geometry import Point, shape
 import rumi_xarray as rx
 from rumi_xarray.catalogs.table import COLUMNS
 from rumi_xarray.cli.main import main
-from rumi_xarray.conventions import cf
+from rumi_xarray.conventions.facts import Facts
+from rumi_xarray.conventions.sidecar import Sidecar, read_sidecar, write_sidecar
 from rumi_xarray.dask.graphs import getter_calls
 from rumi_xarray.stac import items as stac_items
 from rumi_xarray.stac.geoparquet import read_geoparquet, to_table, write_geoparquet
@@ -104,7 +106,7 @@ def write_scenes(folder: Path, height: int = 150, width: int = 180, tile_size: i
         rumi_path = folder / f"{name}.rumi"
         write_array(rumi_path, data[np.newaxis], bands=BANDS, time=[when.replace(tzinfo=None)],
                     transform=transform, crs=epsg, tile_size=tile_size, progress=False)
-        cf.write_sidecar(rumi_path, {"nodata": NODATA})
+        write_sidecar(rumi_path, Sidecar(Facts(nodata=NODATA)))
         tifs = {}
         for b, short in enumerate(SHORT):
             tif = folder / f"{name}_{short}.tif"
@@ -212,8 +214,7 @@ def test_to_stac_time_series_and_intervals(tmp_path):
     write_array(spans, data[:2], bands=["a", "b"],
                 time=[("2024-01-01", "2024-02-01"), ("2024-02-01", "2024-03-01")],
                 transform=transform, crs=32633, tile_size=16, progress=False)
-    cf.write_sidecar(series, {"nodata": -1, "scale_factor": 0.5, "add_offset": 10.0,
-                              "units": "K"})
+    write_sidecar(series, Sidecar(Facts(nodata=-1, scale=0.5, offset=10.0, units="K")))
     one = tmp_path / "one.rumi"
     write_array(one, data[:1], bands=["a", "b"], time=[("2024-01-01", "2024-01-08")],
                 transform=transform, crs=32633, tile_size=16, progress=False)
@@ -384,7 +385,7 @@ def test_multi_step_rumi_files_equal_single_step_items(scenes, tif_items, tmp_pa
     write_array(both, np.stack([s["data"] for s in a]), bands=BANDS,
                 time=[s["when"].replace(tzinfo=None) for s in a], transform=a[0]["transform"],
                 crs=a[0]["epsg"], tile_size=64, progress=False)
-    cf.write_sidecar(both, {"nodata": NODATA})
+    write_sidecar(both, Sidecar(Facts(nodata=NODATA)))
     items = rx.to_stac([both, *[s["rumi"] for s in scenes if s["tile"] != "A"]])
     assert items[0].properties["rumi:times"] == [f"{s['when']:%Y-%m-%dT%H:%M:%SZ}" for s in a]
     ours = rx.open_stac(items, geobox=GEOBOX, chunks={"time": 3})
@@ -570,7 +571,9 @@ def test_mask_and_scale_on_a_reprojecting_grid(packed, chunks):
 def test_mask_and_scale_refuses_items_with_different_scales(packed, tmp_path):
     other = tmp_path / "other.rumi"
     write_packed(other, 2, dt.datetime(2024, 5, 21, 10, 30, tzinfo=UTC), via="encoding")
-    cf.write_sidecar(other, {**cf.read_sidecar(str(other)), "scale_factor": 2e-4})
+    found = read_sidecar(str(other))
+    write_sidecar(other, dataclasses.replace(found, facts=dataclasses.replace(found.facts,
+                                                                              scale=2e-4)))
     items = rx.to_stac([*packed, other])
     with pytest.raises(rx.RumiCatalogError, match=r"other\.rumi.*scale/offset"):
         rx.open_stac(items, mask_and_scale=True)

@@ -44,7 +44,7 @@ def stored_dtype(path: str | os.PathLike[str]) -> np.dtype:
     return np.dtype(rumi.info(source=os.fspath(path)).dtype.name)
 
 
-def strict_json(text: str) -> dict:
+def strict_json(text: str) -> Any:
     """Parse JSON as jq and other languages do: NaN and Infinity are not JSON."""
     def refuse(constant: str) -> None:
         raise ValueError(f"{constant} is not valid JSON")

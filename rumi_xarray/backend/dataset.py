@@ -155,7 +155,7 @@ def _as_rioxarray_masks(ds: xr.Dataset, names: list[Hashable]) -> xr.Dataset:
     is lazy (xarray's own element-wise wrapper, as its CF decoders use), and
     ``encoding["dtype"]`` keeps the stored type, as rioxarray records it.
     """
-    from rumi_xarray.conventions.cf import gdal_decoded_type
+    from rumi_xarray.conventions.facts import gdal_decoded_type
 
     try:
         from xarray.coding.common import lazy_elemwise_func

@@ -2,8 +2,10 @@
 
 xarray imports every installed backend's entry point whenever it lists
 engines (any ``xr.open_dataset`` without ``engine=``), so this module imports
-nothing but xarray's base class and the standard library: librumi, dask and
-the rest of rumi_xarray load only when a Rumi source is actually opened.
+nothing but xarray's base class, the standard library and the two standard-library
+modules that tell where a source lives (:mod:`rumi_xarray.sources.location`,
+:mod:`rumi_xarray.errors`): librumi, dask and the rest of rumi_xarray load only
+when a Rumi source is actually opened.
 """
 
 from __future__ import annotations
@@ -15,13 +17,22 @@ from urllib.parse import urlsplit
 
 from xarray.backends import BackendEntrypoint
 
+from rumi_xarray.errors import RumiUnsupportedError
+from rumi_xarray.sources.location import locate
+
 MAGIC = b"RUMI"
 
 
 def _looks_like_rumi(path: str) -> bool:
     """Return whether a path or URL names a Rumi file, without network I/O."""
-    if "://" in path:
-        return urlsplit(path).path.lower().endswith(".rumi")
+    try:
+        where = locate(path)
+    except RumiUnsupportedError:
+        # A GDAL path we do not read (/vsimem/...): ours if named so, and opening it
+        # then says what to pass instead.
+        return path.lower().endswith(".rumi")
+    if where.url:
+        return urlsplit(where.target or path).path.lower().endswith(".rumi")
     if path.lower().endswith(".rumi"):
         return True
     try:
@@ -101,18 +112,7 @@ class RumiBackendEntrypoint(BackendEntrypoint):
         return {"/": self.open_dataset(filename_or_obj, **kwargs)}
 
     def open_datatree(self, filename_or_obj: Any, **kwargs: Any) -> Any:
-        """Return a DataTree whose root holds the file's one cube.
-
-        Parameters
-        ----------
-        filename_or_obj : str, os.PathLike, bytes-like or file-like
-        **kwargs
-            As for :meth:`open_dataset`.
-
-        Returns
-        -------
-        xarray.DataTree
-        """
+        """Return a DataTree whose root holds the file's one cube (as ``open_groups_as_dict``)."""
         from xarray import DataTree
 
         return DataTree.from_dict(self.open_groups_as_dict(filename_or_obj, **kwargs))

@@ -30,6 +30,7 @@ from rumi_xarray.errors import (
     os_error,
 )
 from rumi_xarray.model.cube import source_name
+from rumi_xarray.sources.location import locate
 
 #: Flags of xarray's decoder that take True, False or None.
 FLAGS = ("mask_and_scale", "use_cftime", "concat_characters", "band_as_variable")
@@ -163,7 +164,7 @@ def _check_sidecar(name: str, sidecar: Any) -> None:
         raise _error(RumiArgumentTypeError, name, "sidecar", sidecar,
                      "must be True, False or the path of a sidecar file")
     path = os.fspath(sidecar)
-    if "://" not in str(path) and not os.path.exists(path):
+    if locate(path).local and not os.path.exists(path):
         err = os_error(RumiFileNotFoundError, errno.ENOENT,
                        f"{name}: sidecar={sidecar!r} names no existing file (sidecar takes "
                        f"True, False or the path of a <file>.aux.json sidecar)", str(path))

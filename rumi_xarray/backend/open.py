@@ -14,6 +14,7 @@ from rumi_xarray.backend import (
     keywords,
 )
 from rumi_xarray.conventions import cf, georef
+from rumi_xarray.conventions import sidecar as sidecars
 from rumi_xarray.model.cube import Cube, Scene
 from rumi_xarray.model.grid import Grid
 from rumi_xarray.native import reads
@@ -75,20 +76,19 @@ def open_rumi(filename_or_obj: Any, *, drop_variables: str | Iterable[str] | Non
                    add_offset=add_offset, units=units, sidecar=sidecar)
     source = resolve.resolve(filename_or_obj, storage_options=storage_options)
     # A remote sidecar's GET overlaps the metadata reads instead of following them.
-    pending = cf.prefetch(source, sidecar=sidecar, storage_options=storage_options)
+    pending = sidecars.prefetch(source, sidecar=sidecar, storage_options=storage_options)
     scene, meta = scene_of(source, header)
     grid = Grid.from_metadata(meta)
     cube = Cube.single(scene, grid)
-    facts = cf.source_cf_attributes(scene.source, sidecar=sidecar,
-                                    storage_options=storage_options, nodata=nodata,
-                                    scale_factor=scale_factor, add_offset=add_offset,
-                                    units=units, dtype=grid.dtype, where=scene.name,
-                                    pending=pending)
+    found = cf.source_facts(scene.source, sidecar=sidecar, storage_options=storage_options,
+                            nodata=nodata, scale_factor=scale_factor, add_offset=add_offset,
+                            units=units, dtype=grid.dtype, where=scene.name, pending=pending)
+    facts = cf.cf_attributes(found.facts, grid.dtype, scene.name)
     labels = dataset.CubeLabels.from_metadata(meta, scene.name)
     transform, crs, pixel_is_point = georef.with_sidecar(
-        labels.transform, labels.crs, labels.pixel_is_point, facts, scene.name)
+        labels.transform, labels.crs, labels.pixel_is_point, found.georef(), scene.name)
     labels = dataset.CubeLabels(labels.bands, labels.seconds, labels.bounds, transform, crs,
-                            pixel_is_point, facts)
+                                pixel_is_point, facts)
     # xarray's defaults for every engine: masked and scaled, times decoded.
     decoders: dict[str, Any] = {
         "mask_and_scale": True if mask_and_scale is None else mask_and_scale,

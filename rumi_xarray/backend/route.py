@@ -43,6 +43,7 @@ from rumi_xarray.model import cells, planning
 from rumi_xarray.model.cube import Cube, Scene
 from rumi_xarray.model.selection import Points, Selection
 from rumi_xarray.native import reads
+from rumi_xarray.sources.location import locate
 
 #: Decoded bytes one native call of a scattered read decodes at most (one
 #: cell window may exceed it; it is then read alone).
@@ -75,12 +76,13 @@ def coalescing(source: Any) -> bool:
     bool
         True for URLs and GDAL-style ``/vsi`` paths.
     """
-    return isinstance(source, str) and ("://" in source or source.startswith("/vsi"))
+    # Sources are opened by now: fsspec URLs are range sources, GDAL virtual paths URLs.
+    return isinstance(source, str) and locate(source).kind == "native"
 
 
 def local_file(source: Any) -> bool:
     """Return whether ``source`` (as for :func:`coalescing`) is a path on this machine."""
-    return isinstance(source, str) and "://" not in source
+    return isinstance(source, str) and locate(source).local
 
 
 def identity(scene: Scene) -> tuple[Any, ...]:

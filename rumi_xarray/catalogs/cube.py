@@ -26,6 +26,7 @@ from rumi_xarray.backend import (
 from rumi_xarray.catalogs.index import GRIDS_HINT, epsg_label
 from rumi_xarray.catalogs.table import COLUMNS, catalog
 from rumi_xarray.conventions import cf, georef
+from rumi_xarray.conventions.sidecar import Sidecar
 from rumi_xarray.errors import (
     RumiCatalogError,
     RumiCatalogKeyError,
@@ -106,29 +107,13 @@ def _check(rows: pd.DataFrame, grids: list[Grid]) -> None:
         if _nullable(row.get("crs")) != _nullable(ref.get("crs")):
             problems.append(f"CRS {epsg_label(row.get('crs'))} != "
                             f"{epsg_label(ref.get('crs'))}")
-        for key in cf.FACTS:
-            a, b = _fact(row, key), _fact(ref, key)
-            if a != b and not (isinstance(a, float) and isinstance(b, float)
-                               and np.isnan(a) and np.isnan(b)):
-                problems.append(f"{key} {a!r} != {b!r}")
+        problems += Sidecar.from_columns(row, g.dtype).differences(
+            Sidecar.from_columns(ref, g0.dtype))
         if problems:
             raise RumiCatalogError(
                 f"catalog row {int(row['_row'])} ({source_name(row['path'])}) cannot be "
                 f"stacked with row {ref_row} ({source_name(ref['path'])}): "
                 + "; ".join(problems) + f". {GRIDS_HINT}")
-
-
-def _fact(row: pd.Series, key: str) -> Any:
-    value = row.get(key)
-    if value is None or value is pd.NA:
-        return None
-    if isinstance(value, np.generic):
-        # A column's numpy type says nothing about the file (the sidecar's
-        # decoded_dtype does): compare and decode plain numbers.
-        value = value.item()
-    if isinstance(value, float) and np.isnan(value) and key != "nodata":
-        return None
-    return value
 
 
 def _order(rows: pd.DataFrame, duplicates: str) -> pd.DataFrame:
@@ -443,16 +428,14 @@ def _labels(rows: pd.DataFrame, grid: Grid) -> dataset.CubeLabels:
     ref = rows.iloc[0]
     transform = _as_list(ref.get("transform"))
     pip = _nullable(ref.get("pixel_is_point"))
-    facts = {key: _fact(ref, key) for key in cf.FACTS}
-    nodata = facts["nodata"]
-    if isinstance(nodata, float) and np.isnan(nodata) and grid.dtype.kind != "f":
-        facts["nodata"] = None  # a null in a float column, not a NaN nodata
+    found = Sidecar.from_columns(ref, grid.dtype)
     where = f"catalog row {ref['_row']}"
-    attrs = cf.cf_attributes(facts, grid.dtype, where)
+    attrs = cf.cf_attributes(found.facts, grid.dtype, where)
     crs = _nullable(ref.get("crs"))
     grid_transform, grid_crs, point = georef.with_sidecar(
         None if transform is None else tuple(float(v) for v in transform),
-        None if crs is None else int(crs), None if pip is None else bool(pip), attrs, where)
+        None if crs is None else int(crs), None if pip is None else bool(pip),
+        found.georef(), where)
     return dataset.CubeLabels(
         bands=tuple(_as_list(ref["bands"]) or ()), seconds=seconds, bounds=bounds,
         transform=grid_transform, crs=grid_crs, pixel_is_point=point, cf=attrs)

@@ -39,7 +39,8 @@ from typing import Any, overload
 import numpy as np
 import pandas as pd
 
-from rumi_xarray.conventions import cf
+from rumi_xarray.conventions import sidecar as sidecars
+from rumi_xarray.conventions.sidecar import Sidecar
 from rumi_xarray.errors import RumiCatalogError, RumiCatalogKeyError, RumiFileChangedError
 from rumi_xarray.formatting import human_size
 from rumi_xarray.model.cube import Scene, source_name
@@ -54,7 +55,8 @@ SUFFIXES = (".parquet", ".pq", ".parq")
 UNIFORM = ("crs", "height", "width", "band_count", "time_count", "dtype", "tile_height",
            "tile_width", "frame_layout")
 #: Columns a task reads to use and check a scene.
-ROW_COLUMNS = ("path", "header", "bands", "transform", "crs", "pixel_is_point", *cf.FACTS)
+ROW_COLUMNS = ("path", "header", "bands", "transform", "crs", "pixel_is_point",
+               *sidecars.COLUMNS)
 
 
 @dataclass(frozen=True)
@@ -103,7 +105,7 @@ class Reference:
     bands: tuple[str, ...]
     transform: tuple[float, ...] | None
     crs: int | None
-    facts: tuple[tuple[str, Any], ...]
+    sidecar: Sidecar
     grid: Grid
 
 
@@ -504,7 +506,7 @@ def open_index(url: str, *, storage_options: Mapping[str, Any] | None, time: Any
                     transform=None if reference.get("transform") is None
                     else tuple(float(v) for v in reference["transform"]),
                     crs=reference.get("crs"),
-                    facts=tuple((k, _plain(reference.get(k))) for k in cf.FACTS), grid=grid)
+                    sidecar=Sidecar.from_columns(reference, grid.dtype), grid=grid)
     index = TableIndex(url, files, tuple(chosen), runs, len(order), ref, storage_options,
                        local)
     facts = {"seconds": seconds[order], "bounds": None if bounds is None else bounds[order],
@@ -531,12 +533,6 @@ def _duplicates(order: np.ndarray, seconds: np.ndarray, duplicates: str, url: st
     if duplicates == "first":
         return order[np.concatenate([[True], ~same])]
     return order[np.concatenate([~same, [True]])]
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, float) and np.isnan(value):
-        return "nan"
-    return value
 
 
 def _coords(metas: list[Any], by_file: dict[int, list[int]], chosen: list[Group],
@@ -672,10 +668,8 @@ def _check_row(index: TableIndex, columns: dict[str, list[Any]], row: int, label
     crs = columns.get("crs", [None] * (row + 1))[row]
     if crs != ref.crs:
         problems.append(f"CRS EPSG:{crs} != EPSG:{ref.crs}")
-    for key, want in ref.facts:
-        value = _plain(columns[key][row]) if key in columns else None
-        if value != want:
-            problems.append(f"{key} {value!r} != {want!r}")
+    problems += Sidecar.from_columns({k: columns[k][row] for k in sidecars.COLUMNS
+                                      if k in columns}, g.dtype).differences(ref.sidecar)
     if problems:
         raise RumiCatalogError(f"catalog row {label} ({source_name(path)}) cannot be stacked "
                                f"with the reference row: " + "; ".join(problems))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import errno
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import unquote
@@ -20,21 +20,24 @@ from urllib.parse import unquote
 import pandas as pd
 
 from rumi_xarray import options
-from rumi_xarray.conventions import cf
+from rumi_xarray.conventions import sidecar as sidecars
+from rumi_xarray.conventions.sidecar import Sidecar
 from rumi_xarray.conventions.time import time_seconds
 from rumi_xarray.errors import RumiCatalogError, RumiFileNotFoundError, os_error
 from rumi_xarray.model.grid import Grid
 from rumi_xarray.native import reads
 from rumi_xarray.sources import resolve
+from rumi_xarray.sources.location import locate
 from rumi_xarray.sources.redact import redact
 from rumi_xarray.sources.transport import FsspecSource
 
 #: Catalog columns, in order. Times are POSIX seconds so Parquet round trips
 #: them exactly; ``time`` (first step) is a convenience for filtering. The last
-#: five are the sidecar's facts (null when unknown).
+#: seven are the sidecar's (:data:`rumi_xarray.conventions.sidecar.COLUMNS`, null
+#: when unknown; NaN and null as :mod:`rumi_xarray.conventions.facts` says).
 COLUMNS = ("path", "header", "time", "time_seconds", "time_bounds", "bands", "transform",
            "crs", "pixel_is_point", "time_count", "band_count", "height", "width", "dtype",
-           "tile_height", "tile_width", "frame_layout", *cf.FACTS)
+           "tile_height", "tile_width", "frame_layout", *sidecars.COLUMNS)
 
 
 def _expand(sources_: str | os.PathLike[str] | Sequence[Any],
@@ -44,20 +47,23 @@ def _expand(sources_: str | os.PathLike[str] | Sequence[Any],
     out: list[str] = []
     for item in items:
         text = os.fspath(item) if isinstance(item, os.PathLike) else item
-        if isinstance(text, str) and any(ch in _glob_part(text) for ch in "*?["):
-            out.extend(_glob(text, storage_options))
+        where = locate(text) if isinstance(text, str) else None
+        if where is not None and any(ch in _glob_part(text, where.url) for ch in "*?["):
+            # A GDAL virtual path is globbed as the URL it names.
+            out.extend(_glob(where.target if where.url and where.target else text,
+                             storage_options))
         else:
             out.append(text)
     return out
 
 
-def _glob_part(text: str) -> str:
+def _glob_part(text: str, url: bool) -> str:
     """Return the part of a source that may hold a glob pattern.
 
     A URL's query and fragment cannot: ``?`` there starts a signed query
     string, not a one-character wildcard.
     """
-    if "://" not in text:
+    if not url:
         return text
     return text.split("?", 1)[0].split("#", 1)[0]
 
@@ -84,7 +90,7 @@ def _glob(pattern: str, storage_options: dict[str, Any] | None) -> list[str]:
 def catalog_row(path: Any, header: bytes, grid: Grid, seconds: Sequence[int],
                 bounds: Sequence[Sequence[int]] | None, bands: Sequence[str],
                 transform: Sequence[float] | None, crs: int | None,
-                pixel_is_point: bool | None, facts: Mapping[str, Any]) -> dict[str, Any]:
+                pixel_is_point: bool | None, sidecar: Sidecar) -> dict[str, Any]:
     """Return one catalog row (:data:`COLUMNS`) from what a file's metadata say.
 
     The one place a row is built: from a file's metadata (:func:`catalog`) and
@@ -104,8 +110,8 @@ def catalog_row(path: Any, header: bytes, grid: Grid, seconds: Sequence[int],
         As stored (rasterio order).
     crs : int or None
     pixel_is_point : bool or None
-    facts : mapping
-        CF facts (:data:`rumi_xarray.conventions.cf.FACTS`).
+    sidecar : Sidecar
+        The facts of the file's sidecar (its last columns).
 
     Returns
     -------
@@ -129,7 +135,7 @@ def catalog_row(path: Any, header: bytes, grid: Grid, seconds: Sequence[int],
         "tile_height": grid.tile_height,
         "tile_width": grid.tile_width,
         "frame_layout": grid.frame_layout,
-        **{key: facts.get(key) for key in cf.FACTS},
+        **sidecar.to_columns(),
     }
 
 
@@ -159,11 +165,11 @@ def source_text(src: Any) -> str | bytes:
                            "file; open file objects cannot be catalogued")
 
 
-def _row(source: str | bytes, meta: Any, facts: dict[str, Any]) -> dict[str, Any]:
+def _row(source: str | bytes, meta: Any, sidecar: Sidecar) -> dict[str, Any]:
     seconds, bounds = time_seconds(meta.time or [], str(source))
     return catalog_row(source, meta.header, Grid.from_metadata(meta), seconds.tolist(),
                        None if bounds is None else bounds.tolist(), meta.bands or [],
-                       meta.transform, meta.crs, meta.pixel_is_point, facts)
+                       meta.transform, meta.crs, meta.pixel_is_point, sidecar)
 
 
 def catalog(sources_: str | os.PathLike[str] | Sequence[Any], *,
@@ -193,8 +199,9 @@ def catalog(sources_: str | os.PathLike[str] | Sequence[Any], *,
 
     def inspect(src: Any) -> dict[str, Any]:
         meta = reads.info(src)
-        facts = cf.read_sidecar(src, storage_options) if options.option("sidecar") else {}
-        return _row(source_text(src), meta, facts)
+        found = (sidecars.read_sidecar(src, storage_options) if options.option("sidecar")
+                 else Sidecar())
+        return _row(source_text(src), meta, found)
 
     from rumi_xarray.progress import progress_map
 

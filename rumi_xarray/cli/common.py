@@ -3,17 +3,83 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
+from typing import Any
 
 from rumi_xarray.formatting import human_size
 
-__all__ = ["PROG", "CommandError", "add_progress", "human_size", "positive_int",
-           "tile_size_arg"]
+__all__ = ["PROG", "CommandError", "UsageError", "add_command", "add_progress",
+           "catalog_sources", "human_size", "positive_int", "tile_size_arg"]
 
 PROG = "rumi-xarray"
 
 
 class CommandError(Exception):
     """A runtime failure whose message is meant for the user as it is."""
+
+
+class UsageError(CommandError):
+    """A command line the command cannot use (exit code 2, as argparse's usage errors)."""
+
+
+def add_command(commands: Any, common: argparse.ArgumentParser, name: str,
+                run: Callable[[argparse.Namespace], int], *, help: str,
+                description: str) -> argparse.ArgumentParser:
+    """Add subcommand ``name``, run by ``run(args)`` (which returns the exit code).
+
+    Parameters
+    ----------
+    commands : argparse subparsers action
+    common : argparse.ArgumentParser
+        The options every subcommand takes (``--debug``).
+    name : str
+    run : callable
+    help, description : str
+        The one-line help in ``rumi-xarray --help`` and the subcommand's own.
+
+    Returns
+    -------
+    argparse.ArgumentParser
+        The subcommand's parser, for its own arguments.
+    """
+    parser = commands.add_parser(name, parents=[common], help=help, description=description)
+    parser.set_defaults(run=run)
+    return parser
+
+
+def catalog_sources(args: argparse.Namespace, suffixes: tuple[str, ...], wanted: str) -> Any:
+    """Return the catalog table of ``args.sources``, once ``args.output`` is known good.
+
+    The last argument is the output: refusing names without one of
+    ``suffixes`` keeps a forgotten OUT from overwriting the last source.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        ``sources``, ``output`` and ``progress``.
+    suffixes : tuple of str
+        Lower-case endings the output may have.
+    wanted : str
+        Those endings as the message names them.
+
+    Returns
+    -------
+    pandas.DataFrame
+        As :func:`rumi_xarray.catalog` returns it.
+
+    Raises
+    ------
+    UsageError
+        The output's name has none of ``suffixes``.
+    """
+    from rumi_xarray import options
+    from rumi_xarray.catalogs.table import catalog
+
+    if not args.output.lower().endswith(suffixes):
+        raise UsageError(f"the last argument is the output and must end in {wanted}, "
+                         f"got {args.output!r}")
+    with options.set_options(progress=args.progress):
+        return catalog(list(args.sources))
 
 
 def tile_size_arg(text: str) -> int:

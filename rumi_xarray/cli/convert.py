@@ -11,8 +11,15 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from rumi_xarray.cli.common import CommandError, add_progress, human_size, tile_size_arg
+from rumi_xarray.cli.common import (
+    CommandError,
+    add_command,
+    add_progress,
+    human_size,
+    tile_size_arg,
+)
 from rumi_xarray.conventions.bands import descriptions
+from rumi_xarray.sources.location import locate
 
 #: File name extensions opened with rioxarray (GDAL).
 RASTERIO_SUFFIXES = (".tif", ".tiff", ".gtiff", ".vrt", ".jp2", ".img")
@@ -41,8 +48,8 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     """Add the ``convert`` subcommand to the parser."""
     from rumi_xarray.native.frames import DEFAULT_CODEC, PATTERNS
 
-    convert = commands.add_parser(
-        "convert", parents=[common], help="convert GeoTIFF, netCDF, Zarr... to Rumi",
+    convert = add_command(
+        commands, common, "convert", run, help="convert GeoTIFF, netCDF, Zarr... to Rumi",
         description="Write anything xarray opens (GeoTIFF through rioxarray, netCDF, Zarr, "
                     "Rumi) as a Rumi file. The source is read lazily, a frame at a time. "
                     "Nodata, scale, offset and units go to a sidecar beside the file "
@@ -92,7 +99,6 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
                               "default: other tools go by the suffix, and GDAL fails on a "
                               "Rumi file named .tif)")
     add_progress(convert)
-    convert.set_defaults(run=run)
 
 
 def guess_engine(source: str) -> str | None:
@@ -143,7 +149,7 @@ def open_source(source: str, *, engine: str | None = None, tile_size: int = 512
     -------
     xarray.Dataset or xarray.DataArray
     """
-    if "://" not in source and not os.path.exists(source):
+    if locate(source).local and not os.path.exists(source):
         raise CommandError(f"{source}: no such file or directory")
     kind = engine or guess_engine(source)
     if kind == "rasterio":
@@ -228,18 +234,9 @@ def _has_time(obj: xr.Dataset | xr.DataArray, time_dim: str) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``rumi-xarray convert``.
-
-    Parameters
-    ----------
-    args : argparse.Namespace
-
-    Returns
-    -------
-    int
-    """
+    """Run ``rumi-xarray convert``; return the exit code."""
     from rumi_xarray import options
-    from rumi_xarray.conventions import cf
+    from rumi_xarray.conventions.sidecar import read_sidecar
     from rumi_xarray.native.reads import header_info
     from rumi_xarray.write.to_rumi import to_rumi
 
@@ -274,9 +271,9 @@ def run(args: argparse.Namespace) -> int:
     shape = tuple(int(v) for v in meta.shape)
     decoded = int(np.prod(shape)) * int(meta.dtype.itemsize)
     size = os.path.getsize(args.destination)
-    facts = cf.read_sidecar(args.destination)
+    facts = read_sidecar(args.destination).facts.to_columns()
     values = "".join(f", {k} {facts[k]}" for k in ("nodata", "scale_factor", "add_offset",
-                                                    "units") if k in facts)
+                                                    "units") if facts[k] is not None)
     print(f"{args.destination}: {' x '.join(map(str, shape))} {meta.dtype.name}, "
           f"{meta.frames} frames, {human_size(size)} (ratio {decoded / size:.2f}), "
           f"{time.perf_counter() - started:.1f} s{values}")

@@ -10,18 +10,18 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from rumi_xarray.cli.common import CommandError, human_size
+from rumi_xarray.cli.common import CommandError, add_command, human_size
+from rumi_xarray.sources.location import locate
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
     """Add the ``info`` subcommand to the parser."""
-    info = commands.add_parser(
-        "info", parents=[common], help="describe a Rumi file or URL",
+    info = add_command(
+        commands, common, "info", run, help="describe a Rumi file or URL",
         description="Print dimensions, coordinates, CRS, transform, frame layout, tile size, "
                     "frame count, file size and compression ratio of a Rumi file.")
     info.add_argument("source", metavar="PATH_OR_URL")
     info.add_argument("--json", action="store_true", help="print one JSON object instead")
-    info.set_defaults(run=run)
 
 
 def describe(source: str) -> dict[str, Any]:
@@ -41,33 +41,37 @@ def describe(source: str) -> dict[str, Any]:
         ``transform`` (corner, rasterio order),
         ``pixel_is_point``, ``frame_layout``, ``index_order``, ``tile``,
         ``frames``, ``decoded_bytes``, ``frame_bytes`` (compressed frames),
-        ``nodata``, ``scale_factor``, ``add_offset``, ``units`` (sidecar),
+        ``nodata``, ``scale_factor``, ``add_offset``, ``units`` (sidecar; as
+        strict JSON spells them, NaN and infinities as ``"nan"``, ``"inf"``...),
         ``file_bytes`` (None when unknown, e.g. for URLs) and ``ratio``
         (decoded bytes over file bytes, or over frame bytes without a size).
     """
     from rumi_xarray.backend import dataset
     from rumi_xarray.backend.open import open_scene
-    from rumi_xarray.conventions import cf, georef
+    from rumi_xarray.conventions import georef
+    from rumi_xarray.conventions.sidecar import read_sidecar
     from rumi_xarray.model.cube import Cube
     from rumi_xarray.model.grid import Grid
     from rumi_xarray.native import reads
 
-    if "://" not in source and not os.path.exists(source):
+    local = locate(source).local
+    if local and not os.path.exists(source):
         raise CommandError(f"{source}: no such file")
     scene, meta = open_scene(source)
     grid = Grid.from_metadata(meta)
     labels = dataset.CubeLabels.from_metadata(meta, scene.name)
-    facts = cf.read_sidecar(scene.source)
+    found = read_sidecar(scene.source)
+    spelled = found.facts.to_json()
     # The sidecar completes a CRS the format cannot hold (WKT2, and its grid).
     transform, crs, point = georef.with_sidecar(labels.transform, labels.crs,
-                                                labels.pixel_is_point, dict(facts), scene.name)
+                                                labels.pixel_is_point, found.georef(), scene.name)
     labels = dataset.CubeLabels(labels.bands, labels.seconds, labels.bounds, transform, crs, point)
     ds = dataset.build(Cube.single(scene, grid), labels)
     var = ds["band_data"]
     frame_bytes = sum(length for _, length in reads.plan_ranges(
         scene, None, None, 0, 0, grid.height, grid.width))
     decoded = int(np.prod(var.shape)) * grid.dtype.itemsize
-    file_bytes = os.path.getsize(source) if "://" not in source else None
+    file_bytes = os.path.getsize(source) if local else None
     epsg = labels.crs if labels.georeferenced else None
     corner = (None if not labels.georeferenced or labels.transform is None
               else georef.corner_transform(labels.transform, bool(labels.pixel_is_point)))
@@ -82,10 +86,7 @@ def describe(source: str) -> dict[str, Any]:
         "crs_name": None if epsg is None else _crs_name(epsg),
         "transform": None if corner is None else list(corner),
         "pixel_is_point": bool(labels.pixel_is_point) and labels.georeferenced,
-        "nodata": facts.get("nodata"),
-        "scale_factor": facts.get("scale_factor"),
-        "add_offset": facts.get("add_offset"),
-        "units": facts.get("units"),
+        **{k: spelled.get(k) for k in ("nodata", "scale_factor", "add_offset", "units")},
         "frame_layout": str(meta.frame_layout),
         "index_order": list(meta.index_order),
         "tile": [int(v) for v in meta.tile],
@@ -177,16 +178,7 @@ def format_info(facts: dict[str, Any]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``rumi-xarray info``.
-
-    Parameters
-    ----------
-    args : argparse.Namespace
-
-    Returns
-    -------
-    int
-    """
+    """Run ``rumi-xarray info``; return the exit code."""
     facts = describe(args.source)
     print(json.dumps(facts, indent=2) if args.json else format_info(facts))
     return 0

@@ -18,7 +18,7 @@ import sys
 from collections.abc import Sequence
 
 from rumi_xarray.cli import catalog, convert, demo, info, stac
-from rumi_xarray.cli.common import PROG, CommandError
+from rumi_xarray.cli.common import PROG, CommandError, UsageError
 
 COMMANDS = (info, convert, catalog, demo, stac)
 
@@ -79,10 +79,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG} {args.command}: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:
-        if debug:
+        # A usage error is no failure to debug: no traceback, even with --debug.
+        if debug and not isinstance(exc, UsageError):
             raise
         print(f"{PROG} {args.command}: error: {_one_line(exc)}", file=sys.stderr)
-        return 1
+        return 2 if isinstance(exc, UsageError) else 1
 
 
 def _one_line(exc: BaseException) -> str:

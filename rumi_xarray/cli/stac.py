@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from typing import Any
 
-from rumi_xarray.cli.common import PROG, CommandError, add_progress
+from rumi_xarray.cli.common import CommandError, add_command, add_progress, catalog_sources
 
 #: Output endings: a GeoJSON ItemCollection, or a stac-geoparquet table.
 JSON_SUFFIXES = (".json", ".geojson")
@@ -17,8 +16,8 @@ PARQUET_SUFFIXES = (".parquet", ".geoparquet", ".pq")
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
     """Add the ``stac`` subcommand to the parser."""
-    stac = commands.add_parser(
-        "stac", parents=[common], help="describe Rumi files as STAC Items",
+    stac = add_command(
+        commands, common, "stac", run, help="describe Rumi files as STAC Items",
         description="Read the header, labels and sidecar of Rumi files (paths, globs or URLs) "
                     "and write one STAC Item per file, with the projection, eo and raster "
                     "extensions and the Rumi header in the asset, as a GeoJSON ItemCollection "
@@ -28,40 +27,20 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     stac.add_argument("--collection", default=None,
                       help="collection id to record in every Item")
     add_progress(stac)
-    stac.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``rumi-xarray stac``: one STAC Item per Rumi file.
-
-    Parameters
-    ----------
-    args : argparse.Namespace
-
-    Returns
-    -------
-    int
-    """
-    from rumi_xarray import options
-    from rumi_xarray.catalogs.table import catalog
+    """Run ``rumi-xarray stac`` (one STAC Item per Rumi file); return the exit code."""
     from rumi_xarray.stac.items import to_stac
 
-    lowered = args.output.lower()
-    if not lowered.endswith(JSON_SUFFIXES + PARQUET_SUFFIXES):
-        # The last argument is the output: refusing other names keeps a
-        # forgotten OUT from overwriting the last source.
-        print(f"{PROG} stac: error: the last argument is the output and must end in .json or "
-              f".parquet, got {args.output!r}", file=sys.stderr)
-        return 2
     started = time.perf_counter()
-    with options.set_options(progress=args.progress):
-        table = catalog(list(args.sources))
+    table = catalog_sources(args, JSON_SUFFIXES + PARQUET_SUFFIXES, ".json or .parquet")
     try:
         items = to_stac(table, collection=args.collection)
     except ImportError as exc:
         raise CommandError(f"STAC output needs pystac and odc-geo (pip install "
                            f"'rumi-xarray[stac]'): {exc}") from exc
-    if lowered.endswith(PARQUET_SUFFIXES):
+    if args.output.lower().endswith(PARQUET_SUFFIXES):
         try:
             from rumi_xarray.stac.geoparquet import write_geoparquet
 

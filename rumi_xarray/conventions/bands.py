@@ -289,10 +289,31 @@ def check_band_texts(texts: Sequence[str], where: str) -> None:
             raise ValueError(f"{where}: band {i} has an empty name; Rumi names every band")
         if "\x00" in name:
             raise ValueError(f"{where}: band {i} name {name!r} contains a NUL character")
+    pair = first_repeat(texts)
+    if pair is not None:
+        raise ValueError(f"{where}: bands {pair[0]} and {pair[1]} are both named "
+                         f"{texts[pair[1]]!r}; Rumi band names are unique "
+                         f"(assign_coords(band=[...]) to rename)")
+
+
+def first_repeat(names: Sequence[str]) -> tuple[int, int] | None:
+    """Return the positions of the first name that comes again, or None when all differ.
+
+    Band texts and STAC item ids must be unique; both errors name the two
+    positions.
+
+    Parameters
+    ----------
+    names : sequence of str
+
+    Returns
+    -------
+    tuple of int or None
+        ``(first, again)``: where the name first came and where it came again.
+    """
     seen: dict[str, int] = {}
-    for i, name in enumerate(texts):
+    for i, name in enumerate(names):
         if name in seen:
-            raise ValueError(
-                f"{where}: bands {seen[name]} and {i} are both named {name!r}; Rumi band "
-                f"names are unique (assign_coords(band=[...]) to rename)")
+            return seen[name], i
         seen[name] = i
+    return None

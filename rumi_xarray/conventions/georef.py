@@ -284,9 +284,9 @@ def pixel_centres(corner: Sequence[float], height: int, width: int
 
 
 def with_sidecar(transform: Sequence[float] | None, crs: int | str | None,
-                 pixel_is_point: bool | None, facts: dict[str, Any], where: str = ""
+                 pixel_is_point: bool | None, facts: Mapping[str, Any], where: str = ""
                  ) -> tuple[tuple[float, ...] | None, int | str | None, bool | None]:
-    """Return a file's georeferencing completed by its sidecar's, taking those facts out.
+    """Return a file's georeferencing completed by its sidecar's.
 
     A sidecar ``crs_wkt`` (the full CRS of one that is not exactly an EPSG
     CRS) replaces the file's EPSG code, which is only its equivalent; a
@@ -297,17 +297,17 @@ def with_sidecar(transform: Sequence[float] | None, crs: int | str | None,
     ----------
     transform, crs, pixel_is_point
         As the file stores them.
-    facts : dict
-        CF attributes of the sidecar; ``crs_wkt`` and ``geotransform`` are
-        removed from it.
+    facts : mapping
+        The sidecar's ``crs_wkt`` and ``geotransform``, those known
+        (:meth:`rumi_xarray.conventions.sidecar.Sidecar.georef`).
     where : str
 
     Returns
     -------
     transform, crs, pixel_is_point
     """
-    wkt = facts.pop("crs_wkt", None)
-    text = facts.pop("geotransform", None)
+    wkt = facts.get("crs_wkt")
+    text = facts.get("geotransform")
     if isinstance(wkt, str) and wkt.strip():
         crs = wkt
         if transform is None and text is not None:

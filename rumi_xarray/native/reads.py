@@ -34,6 +34,7 @@ from rumi_xarray.model.cube import Cube, Scene, source_name
 from rumi_xarray.model.planning import Call
 from rumi_xarray.native import binding, process
 from rumi_xarray.native.stats import STATS
+from rumi_xarray.sources.location import locate
 from rumi_xarray.sources.transport import RangeSource
 
 #: Axis order of :func:`reference_read`: dimensions never depend on T.
@@ -75,7 +76,7 @@ def info(source: Any, header: bytes | None = None) -> Any:
         The source cannot be read.
     """
     name = source_name(source)
-    if isinstance(source, str) and "://" not in source and not os.path.exists(source):
+    if locate(source).local and not os.path.exists(source):
         raise os_error(RumiFileNotFoundError, errno.ENOENT, f"{name}: no such file", name)
     try:
         meta = _info(source, header)
@@ -103,7 +104,7 @@ def _not_found(exc: BaseException) -> bool:
 
 def _not_rumi_hint(source: Any, exc: BaseException) -> str:
     """Suggest ``convert`` when a local file is a GeoTIFF, netCDF or Zarr store."""
-    if not isinstance(source, str) or "://" in source or isinstance(exc, OSError):
+    if not locate(source).local or isinstance(exc, OSError):
         return ""
     try:
         with open(source, "rb") as f:
@@ -165,7 +166,7 @@ def stamp(source: Any) -> tuple[int, int, int] | None:
     tuple of int or None
         ``None`` for anything but a local path.
     """
-    if not isinstance(source, str) or "://" in source:
+    if not locate(source).local:
         return None
     st = os.stat(source)
     return (int(st.st_size), int(st.st_mtime_ns), int(st.st_ino))

@@ -1,1 +1,1 @@
-"""Where data come from: source resolution, fsspec range transport, redaction."""
+"""Where data come from: where a source lives, resolution, fsspec transport, redaction."""

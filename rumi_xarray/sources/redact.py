@@ -12,12 +12,13 @@ from __future__ import annotations
 import re
 from urllib.parse import urlsplit, urlunsplit
 
+from rumi_xarray.sources.schemes import VSI_CURL, VSI_STORES, written_as_url
+
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s'\"<>]+")
-#: GDAL virtual file system prefixes librumi's transport uses -> URL schemes.
-_VSI = {"vsis3": "s3://", "vsigs": "gs://", "vsiaz": "az://", "vsiadls": "abfs://",
-        "vsioss": "oss://", "vsiswift": "swift://", "vsihdfs": "hdfs://"}
-_VSI_PATH = re.compile(r"/(" + "|".join(_VSI) + r")(?:_streaming)?/(?=\S)")
-_VSICURL = re.compile(r"/vsicurl(?:_streaming)?/(?=[A-Za-z][A-Za-z0-9+.\-]*://)")
+#: GDAL virtual file system prefixes librumi's transport uses -> URL schemes (the
+#: same table table :func:`~rumi_xarray.sources.location.locate` maps them by).
+_VSI_PATH = re.compile(r"/(" + "|".join(VSI_STORES) + r")(?:_streaming)?/(?=\S)")
+_VSICURL = re.compile(r"/" + VSI_CURL + r"(?:_streaming)?/(?=[A-Za-z][A-Za-z0-9+.\-]*://)")
 #: An S3-style XML error document: keep its code and message.
 _XML_ERROR = re.compile(r"<\?xml[^>]*>\s*<Error>(.*?)(?:</Error>|$)", re.DOTALL)
 _XML_FIELD = re.compile(r"<(Code|Message)>(.*?)</\1>", re.DOTALL)
@@ -66,7 +67,7 @@ def redact(source: str) -> str:
         Local paths unchanged; URLs with ``user:password@``, ``?query`` and
         ``#fragment`` replaced by ``***`` markers.
     """
-    if "://" not in source:
+    if not written_as_url(source):
         return source
     source = _mask_userinfo(source)
     try:
@@ -99,7 +100,7 @@ def redact_text(text: str) -> str:
     str
     """
     text = _VSICURL.sub("", text)
-    text = _VSI_PATH.sub(lambda m: _VSI[m.group(1)], text)
+    text = _VSI_PATH.sub(lambda m: VSI_STORES[m.group(1)], text)
     text = _XML_ERROR.sub(_xml_summary, text)
     # librumi redacts with its own marker: one style, so repeats can be seen as such.
     text = _URL.sub(_redact_match, text.replace("<redacted>", "***"))

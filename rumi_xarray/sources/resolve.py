@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
-from rumi_xarray.errors import RumiSourceTypeError
-from rumi_xarray.sources import transport
+from rumi_xarray.sources import location, transport
 
 
 def resolve(obj: Any, storage_options: dict[str, Any] | None = None
@@ -23,36 +21,26 @@ def resolve(obj: Any, storage_options: dict[str, Any] | None = None
     Returns
     -------
     str, bytes or RangeSource
-        Paths and URLs librumi reads itself stay strings; fsspec-only URLs
-        and file objects become range-read sources.
+        Paths (absolute, ``~`` expanded) and URLs librumi reads itself stay
+        strings, GDAL virtual paths become the URLs they name; fsspec-only
+        URLs and file objects become range-read sources (see
+        :func:`rumi_xarray.sources.location.locate`).
 
     Raises
     ------
     RumiSourceTypeError
         ``obj`` is none of these (also a ``TypeError``).
+    RumiUnsupportedError
+        A GDAL virtual path that names no URL (``/vsimem/``, ``/vsizip/``...).
     """
     if isinstance(obj, transport.RangeSource):
         return obj
-    if isinstance(obj, (bytes, bytearray, memoryview)):
+    where = location.locate(obj)
+    if where.kind == "bytes":
         return bytes(obj)
-    if hasattr(obj, "read") and hasattr(obj, "seek"):
+    if where.kind == "file":
         return transport.FileObjectSource(obj)
-    try:
-        path = os.fspath(obj)
-    except TypeError:
-        # Only plain numbers are echoed: other objects (dicts, lists...) may
-        # hold credentials, so only their type is named.
-        shown = (f"{obj!r} ({type(obj).__name__})"
-                 if obj is None or isinstance(obj, (int, float, complex))
-                 else f"a {type(obj).__name__} object")
-        raise RumiSourceTypeError(
-            f"cannot open {shown} as a Rumi source: "
-            f"expected a path (str or os.PathLike), a URL, bytes, or a binary file "
-            f"object with read() and seek()") from None
-    if isinstance(path, bytes):
-        path = os.fsdecode(path)
-    if transport.needs_fsspec(path):
-        return transport.FsspecSource(path, storage_options)
-    if "://" not in path:
-        path = os.path.abspath(os.path.expanduser(path))
-    return path
+    assert where.target is not None  # paths and URLs have one
+    if where.kind == "fsspec":
+        return transport.FsspecSource(where.target, storage_options)
+    return where.target

@@ -17,36 +17,19 @@ from typing import Any, cast
 import numpy as np
 
 from rumi_xarray.sources import redact
-
-NATIVE_PROTOCOLS = frozenset({"file", "http", "https", "s3", "gs", "az", "abfs", "hf"})
+from rumi_xarray.sources.location import Source, locate
 
 #: Bytes fetched from each end of a file to read its metadata, doubled while
 #: the trailer does not fit (librumi's own transport starts with 16 KiB too).
 META_PROBE = 16384
 
 
-def needs_fsspec(url: str) -> bool:
-    """Return whether librumi cannot read ``url`` by itself.
-
-    Parameters
-    ----------
-    url : str
-
-    Returns
-    -------
-    bool
-    """
-    if "::" in url:
-        return True
-    if "://" not in url:
-        return False
-    return url.split("://", 1)[0].lower() not in NATIVE_PROTOCOLS
-
-
 class RangeSource:
     """A source read through byte ranges: an fsspec URL or an open file object."""
 
     name: str
+    #: Where it lives, for :func:`~rumi_xarray.sources.location.locate`.
+    location: Source
 
     def size(self) -> int:
         """Return the file size in bytes."""
@@ -135,6 +118,7 @@ class FsspecSource(RangeSource):
         self.url = url
         self.storage_options = dict(storage_options or {})
         self.name = redact.redact(url)
+        self.location = locate(url)
         self._fs: Any = None
         self._path: str | None = None
         self._size: int | None = None
@@ -203,6 +187,7 @@ class FileObjectSource(RangeSource):
     def __init__(self, fileobj: Any) -> None:
         self.fileobj = fileobj
         self.name = f"<file object {getattr(fileobj, 'name', type(fileobj).__name__)}>"
+        self.location = Source("file")
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:

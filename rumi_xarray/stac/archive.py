@@ -26,6 +26,7 @@ import numpy as np
 
 from rumi_xarray.errors import RumiCatalogError
 from rumi_xarray.model.cube import Scene
+from rumi_xarray.sources.location import locate
 from rumi_xarray.stac import plan as stac_plan
 from rumi_xarray.stac.parse import StacSource, parse_item
 
@@ -191,7 +192,7 @@ def time_groups(seconds: np.ndarray, groupby: str, gbox: Any
 def token(url: str, *parts: Any) -> str:
     """Return a deterministic name for a load over a table (its files' sizes and times too)."""
     digest = hashlib.sha256(url.encode("utf-8", "replace"))
-    if "://" not in url and os.path.exists(url):
+    if locate(url).local and os.path.exists(url):
         for root, _, names in os.walk(url) if os.path.isdir(url) else [("", [], [url])]:
             for name in sorted(names):
                 st = os.stat(os.path.join(root, name))

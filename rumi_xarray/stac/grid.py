@@ -158,17 +158,11 @@ def shared_grid(sources: Sequence[StacSource]) -> bool:
             return False
         if (s.grid.height, s.grid.width) != (first.grid.height, first.grid.width):
             return False
-        if not s.grid.same_layout(first.grid) or not _same(s.facts, first.facts):
+        if not s.grid.same_layout(first.grid) or s.facts != first.facts:
             return False
         if (s.bounds is None) != (first.bounds is None):
             return False
     return True
-
-
-def _same(a: Any, b: Any) -> bool:
-    from rumi_xarray.stac.parse import _same_facts
-
-    return _same_facts(a, b)
 
 
 def native_window(source: StacSource, gbox: Any, tol: float = 1e-6

@@ -25,8 +25,10 @@ An Item describes one Rumi file:
     ``center_wavelength`` (micrometres) when the band text names them, and
     ``description`` (the text as stored, when it differs from the name);
   - the raster extension's ``raster:bands``: ``data_type``, and ``nodata``,
-    ``scale``, ``offset``, ``unit`` where known (sidecar or catalog columns);
-    a NaN nodata is written ``"nan"`` as the raster extension asks;
+    ``scale``, ``offset``, ``unit`` where known (sidecar or catalog columns),
+    spelled as :meth:`Facts.to_raster_band
+    <rumi_xarray.conventions.facts.Facts.to_raster_band>` says (a NaN nodata
+    is ``"nan"``, as the raster extension asks);
   - :data:`HEADER_FIELD` (``"rumi:header"``): the file's external header,
     base64 (RFC 4648, standard alphabet): with it a reader plans exact byte
     ranges without a single request to the file;
@@ -60,7 +62,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rumi_xarray.conventions.bands import BandCoords
+from rumi_xarray.conventions.bands import BandCoords, first_repeat
+from rumi_xarray.conventions.facts import Facts
 from rumi_xarray.conventions.georef import (
     corner_transform,
     crs_fields,
@@ -171,14 +174,11 @@ def _ids(table: pd.DataFrame, ids: Sequence[str] | Callable[[str], str] | None) 
         names = [str(i) for i in ids]
         if len(names) != len(paths):
             raise RumiCatalogError(f"ids has {len(names)} entries for {len(paths)} files")
-    seen: dict[str, int] = {}
-    for i, name in enumerate(names):
-        if name in seen:
-            raise RumiCatalogError(
-                f"catalog rows {seen[name]} ({source_name(paths[seen[name]])}) and {i} "
-                f"({source_name(paths[i])}) would both be STAC item {name!r}; pass ids=[...] "
-                f"or ids=callable to name them")
-        seen[name] = i
+    pair = first_repeat(names)
+    if pair is not None:
+        first, again = (f"{i} ({source_name(paths[i])})" for i in pair)
+        raise RumiCatalogError(f"catalog rows {first} and {again} would both be STAC item "
+                               f"{names[pair[1]]!r}; pass ids=[...] or ids=callable to name them")
     return names
 
 
@@ -209,7 +209,7 @@ def item_from_row(row: Mapping[Any, Any], item_id: str, *, row_number: int | Non
     import pystac
     from pystac.extensions.eo import Band, EOExtension
     from pystac.extensions.projection import ProjectionExtension
-    from pystac.extensions.raster import DataType, RasterBand, RasterExtension
+    from pystac.extensions.raster import RasterBand, RasterExtension
 
     from rumi_xarray.model.grid import Grid
     from rumi_xarray.native import reads
@@ -277,11 +277,8 @@ def item_from_row(row: Mapping[Any, Any], item_id: str, *, row_number: int | Non
             center_wavelength=None if math.isnan(wavelength) else float(wavelength),
             description=text if text != name else None))
     EOExtension.ext(asset, add_if_missing=True).apply(bands=eo_bands)
-    facts = _facts(row, grid.dtype)
-    raster = [RasterBand.create(data_type=DataType(grid.dtype.name), nodata=facts.get("nodata"),
-                                scale=facts.get("scale_factor"),
-                                offset=facts.get("add_offset"), unit=facts.get("units"))
-              for _ in texts]
+    band = Facts.from_columns(row, grid.dtype).to_raster_band(grid.dtype)
+    raster = [RasterBand.create(**band) for _ in texts]
     RasterExtension.ext(asset, add_if_missing=True).apply(bands=raster)
     return item
 
@@ -324,39 +321,6 @@ def _footprint(transform: list[float], crs: str, point: bool, height: int, width
     gbox = GeoBox((height, width), Affine(*corner[:6]), crs)
     shape = gbox.footprint("epsg:4326", npoints=FOOTPRINT_POINTS, wrapdateline=True)
     return shape.json, [float(v) for v in shape.boundingbox], gbox
-
-
-def _facts(row: Mapping[Any, Any], dtype: np.dtype) -> dict[str, Any]:
-    """Return nodata/scale/offset/units as the raster extension writes them.
-
-    A NaN in the catalog's ``nodata`` column is a NaN nodata for float
-    data, and a null (unknown) for integer data (Parquet float columns spell
-    null as NaN).
-    """
-    out: dict[str, Any] = {}
-    for key in ("nodata", "scale_factor", "add_offset", "units"):
-        raw = row.get(key)
-        if (key == "nodata" and isinstance(raw, (float, np.floating)) and math.isnan(raw)
-                and np.dtype(dtype).kind == "f"):
-            out[key] = "nan"  # JSON has no NaN; the raster extension spells it so
-            continue
-        value = _nullable(raw)
-        if value is None:
-            continue
-        if key == "nodata":
-            number = float(value)
-            if math.isinf(number):
-                value = "inf" if number > 0 else "-inf"
-            elif number.is_integer():
-                value = int(number)
-            else:
-                value = number
-        elif key in ("scale_factor", "add_offset"):
-            value = float(value)
-        else:
-            value = str(value)
-        out[key] = value
-    return out
 
 
 def _list(value: Any) -> list[Any] | None:

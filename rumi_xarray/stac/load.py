@@ -37,6 +37,7 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -44,6 +45,7 @@ import xarray as xr
 
 from rumi_xarray.conventions import cf
 from rumi_xarray.conventions.bands import BandCoords
+from rumi_xarray.conventions.facts import Facts
 from rumi_xarray.errors import RumiCatalogError
 from rumi_xarray.model.cube import Scene
 from rumi_xarray.stac import grid as grids
@@ -300,13 +302,14 @@ def _packing(sources: Sequence[StacSource], dtype: np.dtype, nodata: float | Non
     Item's). Items whose scale or offset differ have no one scale: decoding
     refuses them, raw loads warn and carry none.
     """
-    facts = {k: v for k, v in sources[0].facts.items() if k != "nodata"}
-    if nodata is not None:
-        facts["nodata"] = nodata
-    keys = ("scale_factor", "add_offset")
-    first = {k: sources[0].facts.get(k) for k in keys}
+    facts = replace(sources[0].facts, nodata=nodata)
+
+    def scaling(f: Facts) -> dict[str, float | None]:
+        return {"scale_factor": f.scale, "add_offset": f.offset}
+
+    first = scaling(facts)
     for s in sources[1:]:
-        other = {k: s.facts.get(k) for k in keys}
+        other = scaling(s.facts)
         if other != first:
             problem = (f"{s.describe()} has scale/offset {other}, {sources[0].describe()} "
                        f"{first}")
@@ -315,8 +318,7 @@ def _packing(sources: Sequence[StacSource], dtype: np.dtype, nodata: float | Non
                                        f"offset to a mosaic; load these Items separately")
             warnings.warn(f"{problem}: the raw samples are mosaicked as they are, and carry "
                           f"no scale_factor/add_offset attribute", UserWarning, stacklevel=3)
-            for key in keys:
-                facts.pop(key, None)
+            facts = replace(facts, scale=None, offset=None)
             break
     return cf.cf_attributes(facts, dtype, sources[0].describe())
 

@@ -30,9 +30,13 @@ import numpy as np
 import pandas as pd
 
 from rumi_xarray.conventions.bands import BandCoords
+from rumi_xarray.conventions.facts import Facts
 from rumi_xarray.conventions.georef import shift_half_pixel
+from rumi_xarray.conventions.sidecar import Sidecar
 from rumi_xarray.errors import RumiCatalogError, RumiCatalogKeyError, RumiSourceTypeError
 from rumi_xarray.model.grid import Grid
+from rumi_xarray.sources.location import locate
+from rumi_xarray.sources.schemes import written_as_url
 from rumi_xarray.stac import items as out
 
 __all__ = ["StacSource", "catalog_table", "item_dicts", "parse_items"]
@@ -65,8 +69,8 @@ class StacSource:
         POSIX seconds of each stored time step (interval starts).
     bounds : tuple of (int, int) or None
         Interval bounds, for files labelled with intervals.
-    facts : mapping
-        ``nodata``, ``scale_factor``, ``add_offset``, ``units`` where known.
+    facts : Facts
+        Nodata, scale, offset, units where known (``raster:bands``).
     crs_wkt : str or None
         The full CRS (WKT2) when it is not exactly an EPSG one (``proj:wkt2``,
         ``proj:projjson`` or a non-EPSG ``proj:code``).
@@ -85,7 +89,7 @@ class StacSource:
     band_texts: tuple[str, ...]
     seconds: tuple[int, ...]
     bounds: tuple[tuple[int, int], ...] | None = None
-    facts: Mapping[str, Any] = field(default_factory=dict)
+    facts: Facts = field(default_factory=Facts)
     crs_wkt: str | None = None
     properties: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
@@ -113,7 +117,7 @@ class StacSource:
     @property
     def nodata(self) -> float | None:
         """Return the nodata value, or None when unknown."""
-        value = self.facts.get("nodata")
+        value = self.facts.nodata
         return None if value is None else float(value)
 
     def describe(self) -> str:
@@ -223,17 +227,20 @@ def _is_arrow_table(obj: Any) -> bool:
 
 def _from_file(path: str, search: Mapping[str, Any]) -> list[dict[str, Any]]:
     lowered = path.split("?", 1)[0].lower()
-    if lowered.endswith(tuple(_suffixes())) or (os.path.isdir(path) and "://" not in path):
+    where = locate(path)
+    # A GDAL virtual path is opened as the URL it names.
+    opened = where.target if where.url and where.target else path
+    if lowered.endswith(tuple(_suffixes())) or (where.local and os.path.isdir(path)):
         from rumi_xarray.stac.geoparquet import read_geoparquet
 
-        return read_geoparquet(path, **search)
+        return read_geoparquet(opened, **search)
     if lowered.endswith((".json", ".geojson")):
         import fsspec
 
-        with fsspec.open(path, "rt", encoding="utf-8") as f:
+        with fsspec.open(opened, "rt", encoding="utf-8") as f:
             content = json.load(f)
         found = item_dicts(content, {k: v for k, v in search.items() if k != "bbox"})
-        base = path if "://" in path else os.path.abspath(path)
+        base = opened if where.url else os.path.abspath(path)
         for item in found:
             for asset in (item.get("assets") or {}).values():
                 href = asset.get("href")
@@ -276,7 +283,8 @@ def _with_absolute_hrefs(item: dict[str, Any]) -> dict[str, Any]:
 
 
 def _absolute(href: str) -> bool:
-    return "://" in href or os.path.isabs(href)
+    # Syntax only: an href is not opened here (a GDAL virtual path is absolute too).
+    return written_as_url(href) or os.path.isabs(href)
 
 
 # --- Item dictionaries -> sources -----------------------------------------------------
@@ -533,54 +541,18 @@ def _seconds(value: Any, where: str) -> int:
     return math.floor(stamp.timestamp())
 
 
-def _facts(asset: Mapping[str, Any], where: str, dtype: np.dtype) -> dict[str, Any]:
+def _facts(asset: Mapping[str, Any], where: str, dtype: np.dtype) -> Facts:
     """Return nodata/scale/offset/units of the bands (Rumi applies one set per file)."""
-    entries: list[dict[str, Any]] = []
     raster = asset.get("raster:bands")
     common = asset.get("bands")
-    if isinstance(raster, list) and raster:
-        entries = [{"nodata": b.get("nodata"), "scale_factor": b.get("scale"),
-                    "add_offset": b.get("offset"), "units": b.get("unit")}
-                   for b in raster if isinstance(b, Mapping)]
-    elif isinstance(common, list) and common:
-        entries = [{"nodata": b.get("nodata"), "scale_factor": b.get("raster:scale"),
-                    "add_offset": b.get("raster:offset"), "units": b.get("unit")}
-                   for b in common if isinstance(b, Mapping)]
-    if not entries:
-        return {}
-    first = {k: _number(v, k) for k, v in entries[0].items() if v is not None}
-    for i, entry in enumerate(entries[1:], start=1):
-        other = {k: _number(v, k) for k, v in entry.items() if v is not None}
-        if not _same_facts(first, other):
-            raise RumiCatalogError(
-                f"{where}: band {i} has nodata/scale/offset/units {other}, band 0 {first}; a "
-                f"Rumi file has one set for all its bands")
-    if "nodata" in first and dtype.kind != "f" and not float(first["nodata"]).is_integer():
-        raise RumiCatalogError(f"{where}: nodata {first['nodata']!r} cannot be a {dtype} "
-                               f"sample")
-    return first
-
-
-def _number(value: Any, key: str) -> Any:
-    if key == "units":
-        return str(value)
-    if isinstance(value, str):
-        return float(value)  # the raster extension spells NaN and infinities as text
-    if key == "nodata" and isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-        return int(value)
-    return float(value)
-
-
-def _same_facts(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
-    if a.keys() != b.keys():
-        return False
-    for key in a:
-        x, y = a[key], b[key]
-        if isinstance(x, float) and isinstance(y, float) and math.isnan(x) and math.isnan(y):
-            continue
-        if x != y:
-            return False
-    return True
+    try:
+        if isinstance(raster, list) and raster:
+            return Facts.from_raster_bands(raster, dtype)
+        if isinstance(common, list) and common:
+            return Facts.from_raster_bands(common, dtype, spelling="bands")
+    except ValueError as exc:
+        raise RumiCatalogError(f"{where}: {exc}") from None
+    return Facts()
 
 
 # --- sources -> catalog table ------------------------------------------------------
@@ -602,7 +574,7 @@ def catalog_table(sources: Iterable[StacSource]) -> pd.DataFrame:
     from rumi_xarray.catalogs.table import COLUMNS, catalog_row
 
     rows = [catalog_row(s.href, s.header, s.grid, s.seconds, s.bounds, s.band_texts,
-                        *_file_grid(s), s.pixel_is_point, {**s.facts, **_grid_facts(s)})
+                        *_file_grid(s), s.pixel_is_point, Sidecar(s.facts, **_grid_facts(s)))
             for s in sources]
     return pd.DataFrame(rows, columns=list(COLUMNS))
 

@@ -18,10 +18,12 @@ import numpy as np
 import xarray as xr
 
 from rumi_xarray.conventions import bands as band_conv
-from rumi_xarray.conventions import cf, georef
+from rumi_xarray.conventions import georef
 from rumi_xarray.conventions import time as time_conv
+from rumi_xarray.conventions.sidecar import Sidecar
 from rumi_xarray.errors import RumiWriteTypeError, input_error
 from rumi_xarray.native.frames import check_dtype
+from rumi_xarray.write import packing
 from rumi_xarray.write.masks import apply_masks
 
 _Y_NAMES = ("y", "lat", "latitude")
@@ -46,9 +48,10 @@ class Prepared:
     crs : int or None
         EPSG code.
     pixel_is_point : bool
-    facts : dict
-        Nodata, scale, offset, units and decoded type for the sidecar
-        (:func:`rumi_xarray.conventions.cf.encode`).
+    sidecar : Sidecar
+        Nodata, scale, offset, units and decoded type
+        (:func:`rumi_xarray.write.packing.encode`), and the georeferencing
+        the format cannot hold, for the sidecar.
     """
 
     data: xr.DataArray
@@ -57,7 +60,7 @@ class Prepared:
     transform: tuple[float, ...] | None
     crs: int | None
     pixel_is_point: bool
-    facts: dict[str, Any]
+    sidecar: Sidecar
 
 
 def prepare(obj: xr.DataArray | xr.Dataset, where: str = "<to_rumi>", *,
@@ -86,7 +89,7 @@ def prepare(obj: xr.DataArray | xr.Dataset, where: str = "<to_rumi>", *,
         dask arrays yet; by default such data are left as they are.
     encode_cf : bool, default True
         Pack CF-decoded values back to their encoded type (see
-        :func:`rumi_xarray.conventions.cf.encode`); False stores decoded values.
+        :func:`rumi_xarray.write.packing.encode`); False stores decoded values.
     dtype : numpy dtype-like, optional
         The stored sample type.
     masks : {"nodata", "band", "ignore"}
@@ -102,8 +105,8 @@ def prepare(obj: xr.DataArray | xr.Dataset, where: str = "<to_rumi>", *,
     da = _lazy(_standard_dims(selected, where, band_dim, time_dim), chunks, where)
     check_dtype(where, np.dtype(da.dtype))
     _check_sizes(da, where)
-    attrs, encoding = cf.packing(selected)
-    encoded = cf.encode(da, where, attrs=attrs, encoding=encoding, encode_cf=encode_cf,
+    attrs, encoding = packing.packing(selected)
+    encoded = packing.encode(da, where, attrs=attrs, encoding=encoding, encode_cf=encode_cf,
                         dtype=dtype)
     da = encoded.data
     check_dtype(where, np.dtype(da.dtype))
@@ -118,7 +121,8 @@ def prepare(obj: xr.DataArray | xr.Dataset, where: str = "<to_rumi>", *,
     bands = band_conv.band_texts(da, where)
     grid = georef.georeference(da, ds, where, crs)
     return Prepared(data=da, bands=bands, time=labels, transform=grid.transform, crs=grid.epsg,
-                    pixel_is_point=grid.pixel_is_point, facts={**encoded.facts, **grid.facts})
+                    pixel_is_point=grid.pixel_is_point,
+                    sidecar=Sidecar(encoded.facts, **grid.facts))
 
 
 # --- which variable -------------------------------------------------------------
@@ -210,7 +214,7 @@ def _stack_bands(ds: xr.Dataset, names: list[Hashable], where: str, band_dim: st
     labels = [_band_text(ds[name], name) for name in names]
     stacked = xr.concat(arrays, dim=band_dim, coords="minimal", compat="override",
                         join="override", combine_attrs="drop_conflicts")
-    attrs, encoding = cf.packing(arrays[0])
+    attrs, encoding = packing.packing(arrays[0])
     stacked.attrs.update(attrs)
     stacked.encoding.update(encoding)
     return stacked.assign_coords({band_dim: labels}).rename(None)
@@ -242,7 +246,7 @@ def _same_cf(arrays: list[xr.DataArray], names: list[Hashable], where: str
     warning, since a file has one nodata, scale and offset; units that
     differ are dropped, with a warning.
     """
-    signatures = [cf.signature(a) for a in arrays]
+    signatures = [packing.signature(a) for a in arrays]
     if all(s == signatures[0] for s in signatures):
         return arrays
     listing = ", ".join(str(n) for n in names)
@@ -260,8 +264,8 @@ def _same_cf(arrays: list[xr.DataArray], names: list[Hashable], where: str
     warnings.warn(f"{where}: the variables {listing} have different nodata, scale or offset; "
                   f"a Rumi file has one of each, so their decoded values are stored",
                   UserWarning, stacklevel=4)
-    encoded = [cf.encode(a, where, encode_cf=False) for a in arrays]
-    masked = any("nodata" in e.facts for e in encoded)
+    encoded = [packing.encode(a, where, encode_cf=False) for a in arrays]
+    masked = any(e.facts.nodata is not None for e in encoded)
     out = []
     for a, e in zip(arrays, encoded, strict=True):
         decoded = e.data.copy(data=e.data.data)

@@ -12,7 +12,7 @@ Every write goes to a hidden temporary file in the destination directory that
 replaces the destination only once complete, so no failure (bad input,
 compression error, interrupt) ever leaves a partial or clobbered file behind.
 Nodata, scale, offset and units, which the format has no field for, go to the
-sidecar ``<file>.aux.json`` (:mod:`rumi_xarray.conventions.cf`), staged
+sidecar ``<file>.aux.json`` (:mod:`rumi_xarray.conventions.sidecar`), staged
 beside the file and renamed right after it; a stale sidecar is removed.
 """
 
@@ -28,8 +28,11 @@ import xarray as xr
 
 from rumi_xarray import progress as progress_bars
 from rumi_xarray.conventions import cf
+from rumi_xarray.conventions.facts import Facts
+from rumi_xarray.conventions.sidecar import Sidecar, SidecarUpdate, sidecar_path
 from rumi_xarray.errors import (
     RumiError,
+    RumiUnsupportedError,
     RumiWriteError,
     RumiWriteTypeError,
     RumiWriteValueError,
@@ -48,6 +51,7 @@ from rumi_xarray.native.frames import (
     frame_chunks,
     frame_specs,
 )
+from rumi_xarray.sources.location import locate
 from rumi_xarray.write.atomic import atomic_path
 from rumi_xarray.write.prepare import prepare
 
@@ -143,15 +147,14 @@ def write_array(path: str | os.PathLike[str], data: Any, *, bands: Sequence[str]
         dtype = check_dtype(target, np.dtype(data.dtype))
         compress = Compressor(codec, error)
         compress.check(dtype, target)
-        facts = {"nodata": nodata, "scale_factor": scale_factor, "add_offset": add_offset,
-                 "units": units, "decoded_dtype": None if decoded_dtype is None
-                 else str(np.dtype(decoded_dtype)), "crs_wkt": crs_wkt,
-                 "geotransform": geotransform}
+        facts = Facts(nodata=nodata, scale=scale_factor, offset=add_offset, units=units,
+                      decoded_dtype=None if decoded_dtype is None
+                      else str(np.dtype(decoded_dtype)))
         try:
             cf.cf_attributes(facts, dtype, target)  # nodata fits the samples, known types
         except RumiError as exc:
             raise ValueError(str(exc)) from None
-    sidecar = cf.SidecarUpdate(target, facts)
+    sidecar = SidecarUpdate(target, Sidecar(facts, crs_wkt, geotransform))
     with atomic_path(target) as temporary:
         try:
             t, b, h, w = (int(n) for n in data.shape)
@@ -176,7 +179,7 @@ def write_array(path: str | os.PathLike[str], data: Any, *, bands: Sequence[str]
     try:
         sidecar.commit()
     except OSError as exc:
-        raise with_context(exc, f"{cf.sidecar_path(target)}: cannot write the sidecar",
+        raise with_context(exc, f"{sidecar_path(target)}: cannot write the sidecar",
                            source=target, kind=RumiWriteError) from exc
     return header
 
@@ -210,9 +213,16 @@ def _target(path: str | os.PathLike[str]) -> str:
     target = os.fspath(path)
     if isinstance(target, bytes):
         target = os.fsdecode(target)
-    if "://" in target:
+    if not _local(target):
         raise ValueError(f"{target}: Rumi writes local files; write locally, then upload")
     return target
+
+
+def _local(target: str) -> bool:
+    try:
+        return locate(target).local
+    except RumiUnsupportedError:  # /vsimem/, /vsizip/...: not a local file either
+        return False
 
 
 def _pattern(target: str, frame: str, pattern: str | None) -> str:
@@ -417,12 +427,12 @@ def to_rumi(obj: xr.DataArray | xr.Dataset, path: str | os.PathLike[str], *,
                            chunks=frame_chunks(pattern, tile_size, WRITE_BLOCK_PIXELS),
                            encode_cf=encode_cf, dtype=dtype, masks=masks)
     data = prepared.data.data
-    facts = prepared.facts
+    facts = prepared.sidecar.facts
     return write_array(target, data, bands=prepared.bands, time=prepared.time,
                        transform=prepared.transform, crs=prepared.crs,
                        pixel_is_point=prepared.pixel_is_point, tile_size=tile_size,
                        codec=codec, error=error, pattern=pattern, progress=progress,
-                       nodata=facts.get("nodata"), scale_factor=facts.get("scale_factor"),
-                       add_offset=facts.get("add_offset"), units=facts.get("units"),
-                       decoded_dtype=facts.get("decoded_dtype"),
-                       crs_wkt=facts.get("crs_wkt"), geotransform=facts.get("geotransform"))
+                       nodata=facts.nodata, scale_factor=facts.scale, add_offset=facts.offset,
+                       units=facts.units, decoded_dtype=facts.decoded_dtype,
+                       crs_wkt=prepared.sidecar.crs_wkt,
+                       geotransform=prepared.sidecar.geotransform)

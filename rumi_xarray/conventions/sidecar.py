@@ -1,0 +1,426 @@
+"""The sidecar ``<file>.aux.json``: the facts a Rumi file has no field for, beside it.
+
+The Rumi format has no field for nodata, scale, offset and units
+(:class:`~rumi_xarray.conventions.facts.Facts`), nor for a CRS that is not
+exactly an EPSG one. They live beside the file in a JSON sidecar (as GDAL
+keeps such facts in ``.aux.xml`` for formats that lack them), written by
+``to_rumi``/``convert`` and read when a file is opened or catalogued: a local
+file's sidecar with a stat and a read, a remote one with one GET (through
+fsspec, with the source's options), started early enough to overlap the
+file's own metadata reads (:func:`prefetch`).
+
+A sidecar is strict JSON: ``{"format": "rumi-xarray-sidecar", "version": 1,
+...}`` with the facts spelled as :meth:`Facts.to_json
+<rumi_xarray.conventions.facts.Facts.to_json>` spells them, plus
+``crs_wkt`` and ``geotransform`` (:data:`GEOREF_FACTS`) where needed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import secrets
+import warnings
+from collections.abc import Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from rumi_xarray import options
+from rumi_xarray.conventions.facts import COLUMNS as FACT_COLUMNS
+from rumi_xarray.conventions.facts import Facts
+from rumi_xarray.errors import RumiFormatError, user_stacklevel
+from rumi_xarray.sources.location import locate
+from rumi_xarray.sources.redact import redact, redact_text
+from rumi_xarray.sources.transport import FsspecSource
+
+#: Suffix appended to the Rumi file's name.
+SIDECAR_SUFFIX = ".aux.json"
+#: Format marker and version written into every sidecar.
+SIDECAR_FORMAT = "rumi-xarray-sidecar"
+SIDECAR_VERSION = 1
+
+#: Georeferencing the Rumi format cannot hold: the full CRS (WKT2) of a CRS that is
+#: not exactly an EPSG one, and GDAL's GeoTransform text of a grid without an EPSG code.
+GEOREF_FACTS = ("crs_wkt", "geotransform")
+#: Every key a sidecar may hold besides its format marker, in catalog column order:
+#: the CF facts (:data:`rumi_xarray.conventions.facts.COLUMNS`) and the georeferencing.
+COLUMNS = (*FACT_COLUMNS, *GEOREF_FACTS)
+
+
+@dataclass(frozen=True)
+class Sidecar:
+    """What a sidecar holds: the CF facts and the georeferencing the format lacks.
+
+    Catalog rows carry the same in their last columns (:data:`COLUMNS`).
+
+    Attributes
+    ----------
+    facts : Facts
+    crs_wkt : str or None
+        The full CRS (WKT2) of a CRS that is not exactly an EPSG one.
+    geotransform : str or None
+        GDAL's ``GeoTransform`` text of a grid whose CRS has no EPSG code.
+    """
+
+    facts: Facts = field(default_factory=Facts)
+    crs_wkt: str | None = None
+    geotransform: str | None = None
+
+    def __bool__(self) -> bool:
+        """Return whether there is anything to record."""
+        return bool(self.facts) or bool(self.georef())
+
+    def georef(self) -> dict[str, str]:
+        """Return ``crs_wkt`` and ``geotransform``, those known.
+
+        Returns
+        -------
+        dict
+            What :func:`rumi_xarray.conventions.georef.with_sidecar` takes.
+        """
+        return {k: v for k, v in (("crs_wkt", self.crs_wkt),
+                                  ("geotransform", self.geotransform)) if v is not None}
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the sidecar's keys as strict JSON holds them (without the format marker).
+
+        Returns
+        -------
+        dict
+        """
+        return {**self.facts.to_json(), **self.georef()}
+
+    @classmethod
+    def from_json(cls, content: Mapping[str, Any]) -> Sidecar:
+        """Return what a sidecar's JSON object holds.
+
+        Parameters
+        ----------
+        content : mapping
+
+        Returns
+        -------
+        Sidecar
+
+        Raises
+        ------
+        ValueError
+            A number that is not one.
+        """
+        return cls(Facts.from_json(content), *_georef(content))
+
+    def to_columns(self) -> dict[str, Any]:
+        """Return the catalog row's sidecar columns (None where unknown).
+
+        Returns
+        -------
+        dict
+            One entry per name in :data:`COLUMNS`.
+        """
+        return {**self.facts.to_columns(), "crs_wkt": self.crs_wkt,
+                "geotransform": self.geotransform}
+
+    @classmethod
+    def from_columns(cls, row: Mapping[Any, Any] | pd.Series, dtype: Any) -> Sidecar:
+        """Return the sidecar columns of a catalog row.
+
+        Parameters
+        ----------
+        row : mapping
+        dtype : numpy dtype-like
+            The row's stored sample type
+            (:meth:`Facts.from_columns <rumi_xarray.conventions.facts.Facts.from_columns>`).
+
+        Returns
+        -------
+        Sidecar
+        """
+        return cls(Facts.from_columns(row, dtype), *_georef(row))
+
+    def differences(self, other: Sidecar) -> list[str]:
+        """Return ``"<column> <mine> != <other's>"`` for every column that differs.
+
+        Parameters
+        ----------
+        other : Sidecar
+
+        Returns
+        -------
+        list of str
+        """
+        mine, theirs = self.to_columns(), other.to_columns()
+        return [f"{k} {mine[k]!r} != {theirs[k]!r}" for k in COLUMNS
+                if not _same(mine[k], theirs[k])]
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Return whether two column values are the same fact (NaN is NaN)."""
+    return a == b or (isinstance(a, float) and isinstance(b, float)
+                      and math.isnan(a) and math.isnan(b))
+
+
+def _georef(content: Mapping[Any, Any] | pd.Series) -> tuple[str | None, str | None]:
+    """Return ``crs_wkt`` and ``geotransform`` of a mapping: texts, anything else unknown."""
+    values = [content.get(k) for k in GEOREF_FACTS]
+    return tuple(v if isinstance(v, str) else None for v in values)  # type: ignore[return-value]
+
+
+def sidecar_path(source: str) -> str:
+    """Return the sidecar path or URL of a Rumi source: its name and ``.aux.json``.
+
+    Parameters
+    ----------
+    source : str
+        A path or URL; a URL's query string (a signed URL's) and fragment stay
+        at the end.
+
+    Returns
+    -------
+    str
+    """
+    if locate(source).url:
+        # A signed URL's query string stays at the end: the sidecar is its own object.
+        for mark in ("?", "#"):
+            if mark in source:
+                head, tail = source.split(mark, 1)
+                return head + SIDECAR_SUFFIX + mark + tail
+    return source + SIDECAR_SUFFIX
+
+
+def read_sidecar(source: Any, storage_options: Mapping[str, Any] | None = None,
+                 path: str | os.PathLike[str] | None = None,
+                 pending: Prefetch | None = None) -> Sidecar:
+    """Return what a source's sidecar holds (an empty :class:`Sidecar` when it has none).
+
+    Parameters
+    ----------
+    source : str or other source
+        Only paths and URLs have sidecars, including URLs read through fsspec
+        (their sidecar is read through fsspec with the source's options).
+    storage_options : dict, optional
+        fsspec options for a remote sidecar.
+    path : str or os.PathLike, optional
+        Read this sidecar instead of the one beside ``source``.
+    pending : Prefetch, optional
+        The same sidecar's GET started earlier (:func:`prefetch`); its
+        outcome is used instead of a new request.
+
+    Returns
+    -------
+    Sidecar
+
+    Raises
+    ------
+    RumiFormatError
+        The sidecar exists but is not valid.
+    """
+    located = _locate(source, storage_options, path)
+    if located is None:
+        return Sidecar()
+    target, storage_options = located
+    text = _fetch(target, storage_options,
+                  pending if pending is not None and pending.target == target else None)
+    if text is None:
+        return Sidecar()
+    try:
+        # Sidecars written before NaN was spelled "nan" hold a bare NaN
+        # (Python's json accepts it by default): they still read.
+        content = json.loads(text)
+    except ValueError as exc:
+        raise RumiFormatError(f"{target}: not a valid sidecar (JSON): {exc}") from exc
+    if not isinstance(content, dict) or content.get("format") != SIDECAR_FORMAT:
+        raise RumiFormatError(f"{target}: not a rumi-xarray sidecar (no "
+                              f"\"format\": \"{SIDECAR_FORMAT}\")")
+    try:
+        return Sidecar.from_json(content)
+    except ValueError as exc:
+        raise RumiFormatError(f"{target}: not a valid sidecar: {exc}") from None
+
+
+def _locate(source: Any, storage_options: Mapping[str, Any] | None,
+            path: str | os.PathLike[str] | None
+            ) -> tuple[str, Mapping[str, Any] | None] | None:
+    """Return where a source's sidecar is (and the fsspec options to read it), if anywhere."""
+    if path is None:
+        if isinstance(source, FsspecSource):
+            storage_options = {**source.storage_options, **dict(storage_options or {})}
+            source = source.url
+        if not isinstance(source, str):  # file objects have no name to put a sidecar by
+            return None
+        path = sidecar_path(source)
+    # A sidecar= given as a GDAL virtual path is read as the URL it names.
+    where = locate(path)
+    return (where.target if where.url and where.target else os.fspath(path)), storage_options
+
+
+@dataclass
+class Prefetch:
+    """A remote sidecar's GET running in a thread while the file's metadata is read.
+
+    Only the request runs there: its outcome (text, missing, or the error) is
+    taken on the caller's thread by :func:`read_sidecar`, so warnings and
+    errors about the sidecar are raised where the user opened the file, and
+    no process-wide warning state is touched from another thread.
+    """
+
+    target: str
+    future: Future[str | None]
+
+
+def prefetch(source: Any, *, sidecar: bool | str | os.PathLike[str] | None = None,
+             storage_options: Mapping[str, Any] | None = None) -> Prefetch | None:
+    """Start the GET of a remote source's sidecar; return it (``None`` when not remote).
+
+    A remote open otherwise makes its requests one after the other: two
+    metadata ranges, then the sidecar. Started before the metadata read, the
+    sidecar's request overlaps it, so an open costs the latency of the
+    metadata reads alone.
+
+    Parameters
+    ----------
+    source : str or other source
+        The resolved source (as :func:`rumi_xarray.conventions.cf.source_facts` receives it).
+    sidecar : bool or path, optional
+        As for :func:`rumi_xarray.conventions.cf.source_facts`.
+    storage_options : mapping, optional
+
+    Returns
+    -------
+    Prefetch or None
+    """
+    look = options.option("sidecar") if sidecar is None else sidecar
+    if look is False:
+        return None
+    located = _locate(source, storage_options, None if look is True else look)
+    if located is None or not locate(located[0]).url:
+        return None  # local sidecars cost a stat, not a round trip
+    target, opts = located
+    global _PREFETCH_POOL
+    if _PREFETCH_POOL is None:
+        _PREFETCH_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="rumi-sidecar")
+    return Prefetch(target, _PREFETCH_POOL.submit(_get, target, opts))
+
+
+_PREFETCH_POOL: ThreadPoolExecutor | None = None
+
+
+def _fetch(target: str, storage_options: Mapping[str, Any] | None,
+           pending: Prefetch | None = None) -> str | None:
+    if locate(target).local:
+        if not os.path.exists(target):
+            return None
+        with open(target, encoding="utf-8") as f:
+            return f.read()
+    try:
+        return pending.future.result() if pending is not None else _get(target,
+                                                                       storage_options)
+    except FileNotFoundError:
+        return None
+    except Exception as exc:  # fsspec backends raise their own types
+        # An object store may answer 403 for a missing object (aiohttp, botocore and
+        # OS errors alike), or serve something that is not text; a sidecar that
+        # cannot be read must not make the file unreadable, but must not pass
+        # unnoticed either.
+        warnings.warn(f"cannot read the sidecar {redact(target)} "
+                      f"({type(exc).__name__}: {redact_text(str(exc))}); nodata, scale and "
+                      f"offset are unknown unless given as keywords", RuntimeWarning,
+                      stacklevel=user_stacklevel())
+        return None
+
+
+def _get(target: str, storage_options: Mapping[str, Any] | None) -> str | None:
+    """Return a remote sidecar's text (one GET); raise what fsspec raises."""
+    import fsspec
+
+    # cat_file is one GET (fsspec.open would first ask for the size: a HEAD).
+    fs, path = fsspec.core.url_to_fs(target, **dict(storage_options or {}))
+    return bytes(fs.cat_file(path)).decode("utf-8")
+
+
+def write_sidecar(path: str | os.PathLike[str], sidecar: Sidecar) -> str | None:
+    """Write (or remove) the sidecar of a local Rumi file, atomically.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The Rumi file.
+    sidecar : Sidecar
+        What to record; unknown facts are left out, and nothing at all
+        removes a stale sidecar.
+
+    Returns
+    -------
+    str or None
+        The sidecar path, or None when nothing needed one.
+    """
+    update = SidecarUpdate(path, sidecar)
+    update.stage()
+    return update.commit()
+
+
+class SidecarUpdate:
+    """A sidecar write in two steps, so it can follow the Rumi file it describes.
+
+    :meth:`stage` writes a temporary file beside the target (before the Rumi
+    file replaces its destination), :meth:`commit` renames it into place, or
+    removes a stale sidecar when there is nothing to record, and
+    :meth:`discard` removes the temporary file after a failure. A reader
+    therefore never sees a half-written sidecar, and never an old sidecar
+    next to a new file for longer than between two renames.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The Rumi file.
+    sidecar : Sidecar
+        As for :func:`write_sidecar`.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], sidecar: Sidecar) -> None:
+        self.target = sidecar_path(os.fspath(path))
+        self.content = sidecar.to_json()
+        self.temporary: str | None = None
+
+    def stage(self) -> None:
+        """Write the new sidecar to a temporary file beside the target."""
+        if not self.content:
+            return
+        directory = os.path.dirname(os.path.abspath(self.target))
+        self.temporary = os.path.join(
+            directory, f".{os.path.basename(self.target)}.{secrets.token_hex(6)}.tmp")
+        content = {"format": SIDECAR_FORMAT, "version": SIDECAR_VERSION, **self.content}
+        try:
+            with open(self.temporary, "w", encoding="utf-8") as f:
+                # Strict JSON (jq, JavaScript, other languages read it as is).
+                json.dump(content, f, indent=1, allow_nan=False)
+                f.write("\n")
+        except BaseException:
+            self.discard()
+            raise
+
+    def commit(self) -> str | None:
+        """Put the staged sidecar in place (or remove a stale one).
+
+        Returns
+        -------
+        str or None
+            The sidecar path, or None when there is none now.
+        """
+        if self.temporary is None:
+            if os.path.lexists(self.target):
+                os.remove(self.target)
+            return None
+        os.replace(self.temporary, self.target)
+        self.temporary = None
+        return self.target
+
+    def discard(self) -> None:
+        """Remove the staged temporary file, if any."""
+        if self.temporary is not None and os.path.lexists(self.temporary):
+            os.remove(self.temporary)
+        self.temporary = None
+

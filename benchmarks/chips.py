@@ -411,17 +411,25 @@ def _reexec_with_fixed_mmap_threshold() -> None:
     os.execve(sys.executable, [sys.executable, *sys.argv], env)
 
 
+def add_workload_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the workload's options: scenes, chip size, batch size, latency of the server.
+
+    benchmarks/karu_profile.py profiles the same workload and takes the same options.
+    """
+    parser.add_argument("--scenes", type=int, default=32)
+    parser.add_argument("--chip", type=int, default=256)
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--latency-ms", type=float, default=20.0)
+
+
 def main() -> int:
     _reexec_with_fixed_mmap_threshold()
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--scenes", type=int, default=32)
+    add_workload_arguments(parser)
     parser.add_argument("--size", type=int, default=1024)
     parser.add_argument("--tile", type=int, default=256)
-    parser.add_argument("--chip", type=int, default=256)
-    parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--batches", type=int, default=2, help="batches per timed run")
     parser.add_argument("--reps", type=int, default=3)
-    parser.add_argument("--latency-ms", type=float, default=20.0)
     parser.add_argument("--quick", action="store_true", help="8 scenes of 512², 2 reps")
     parser.add_argument("--karu", action="store_true", help="also profile Karu settings")
     parser.add_argument("--data", type=Path, default=REPO / "bench-data")

@@ -30,6 +30,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+# The chip benchmark's workload options (this script profiles that workload).
+from chips import add_workload_arguments
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -128,11 +131,8 @@ def summarize(log: list[dict[str, Any]], started: float, elapsed: float) -> dict
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", required=True, help="folder of the chip benchmark's scenes")
-    parser.add_argument("--scenes", type=int, default=32)
-    parser.add_argument("--batch", type=int, default=64)
-    parser.add_argument("--chip", type=int, default=256)
+    add_workload_arguments(parser)
     parser.add_argument("--per-call", type=int, default=64, help="chips per read_many call")
-    parser.add_argument("--latency-ms", type=float, default=20.0)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--backlog", type=int, default=0,
                         help="listen backlog of the server (0: tests/servers.py's; 5 is "

@@ -287,29 +287,23 @@ def readers(data: Data, q: Queries, full_peers: bool) -> dict[str, dict[str, Rea
     def tif(w: Where, run: int) -> Any:
         return _tifs(w.tifs, dates, run, w.server is not None, 512)
 
+    def workload(engine: Callable[[Where, int], Any], pick: Any, rumi_of: Any = lambda w: w.rumi,
+                 zarr_of: Any = lambda w: w.zarr, tif_of: Any = tif) -> dict[str, Reader]:
+        """The engine and the four readers of one workload, ``pick`` applied to each array."""
+        return {
+            "engine": timed(engine),
+            "lazy": timed(lambda w, r: pick(_lazy(rumi_of(w)))),
+            "dask": timed(lambda w, r: pick(_lazy(rumi_of(w), {}))),
+            "zarr": timed(lambda w, r: pick(_zarr(zarr_of(w)))),
+            "geotiff": timed(lambda w, r: pick(tif_of(w, r))),
+        }
+
     out: dict[str, dict[str, Reader]] = {
-        "points": {
-            "engine": timed(engine_points),
-            "lazy": timed(lambda w, r: pts(_lazy(w.points))),
-            "dask": timed(lambda w, r: pts(_lazy(w.points, {}))),
-            "zarr": timed(lambda w, r: pts(_zarr(w.points_zarr))),
-            "geotiff": timed(lambda w, r: pts(_tifs([w.points_tif], dates, r,
-                                                    w.server is not None, POINTS_TILE))),
-        },
-        "series": {
-            "engine": timed(engine_series),
-            "lazy": timed(lambda w, r: series(_lazy(w.rumi))),
-            "dask": timed(lambda w, r: series(_lazy(w.rumi, {}))),
-            "zarr": timed(lambda w, r: series(_zarr(w.zarr))),
-            "geotiff": timed(lambda w, r: series(tif(w, r))),
-        },
-        "chips": {
-            "engine": timed(engine_chips),
-            "lazy": timed(lambda w, r: chips(_lazy(w.rumi))),
-            "dask": timed(lambda w, r: chips(_lazy(w.rumi, {}))),
-            "zarr": timed(lambda w, r: chips(_zarr(w.zarr))),
-            "geotiff": timed(lambda w, r: chips(tif(w, r))),
-        },
+        "points": workload(engine_points, pts, lambda w: w.points, lambda w: w.points_zarr,
+                           lambda w, r: _tifs([w.points_tif], dates, r, w.server is not None,
+                                              POINTS_TILE)),
+        "series": workload(engine_series, series),
+        "chips": workload(engine_chips, chips),
         "full": {
             "engine": timed(engine_full),
             "lazy": timed(lambda w, r: _lazy(w.rumi).values),

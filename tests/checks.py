@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from typing import Any
 
 import xarray as xr
@@ -36,6 +38,19 @@ def assert_explain_matches_reads(obj: xr.DataArray | xr.Dataset, label: Any = No
     assert (plan.calls, plan.items, plan.frames, plan.decoded_bytes) == (
         s["calls"], s["items"], s["planned_frames"], s["bytes"]), (label, plan, s)
     return plan, s
+
+
+def run_threads(worker: Callable[[int], None], count: int) -> None:
+    """Start ``count`` threads running ``worker(0)`` ... ``worker(count - 1)`` at once; join them.
+
+    The workers record what went wrong themselves (an exception in a thread does not
+    reach the test), so the caller asserts on what they recorded.
+    """
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
 
 
 def run_with_stderr(argv: list[str], env: dict[str, str], *, terminal: bool) -> tuple[int, str]:

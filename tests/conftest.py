@@ -1,11 +1,14 @@
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tests.corpus import CASES, Case
+from tests.scenes import EPSG, TEXTS, TRANSFORM, convert, reflectance, scene_geotiff
 from tests.servers import S3_ENV_TO_UNSET, RangeHTTPServer, S3Server, write_sample
 
 BUCKET = "rumi-test"
@@ -88,3 +91,38 @@ def s3_server(s3_server_session: S3Server, monkeypatch: pytest.MonkeyPatch) -> S
 def karu_fail_fast(monkeypatch: pytest.MonkeyPatch) -> None:
     """One attempt per request: with Karu's default retries a 5xx takes ~30 s to surface."""
     monkeypatch.setenv("KARU_MAX_ATTEMPTS", "1")
+
+
+# --- the packed reflectance scene (tests/scenes.py) ------------------------------------
+
+
+@pytest.fixture
+def tif(tmp_path: Path) -> Path:
+    """nodata 0, scale 1e-4, offset -0.1, units and band texts: a packed reflectance."""
+    return scene_geotiff(tmp_path / "scene.tif", reflectance(), scales=[1e-4] * 3,
+                         offsets=[-0.1] * 3, units=["reflectance"] * 3, descriptions=TEXTS)
+
+
+@pytest.fixture
+def converted(tif: Path, tmp_path: Path) -> Path:
+    """``tif`` converted by ``rumi-xarray convert`` (16-pixel tiles)."""
+    out = tmp_path / "scene.rumi"
+    code, _, err = convert("convert", tif, out, "--tile-size", "16")
+    assert code == 0, err
+    return out
+
+
+@pytest.fixture
+def two_dates(tmp_path: Path) -> tuple[list[Path], np.ndarray]:
+    """Two single-date files of the scene (the later date first) and their samples."""
+    from rumi_xarray.write.to_rumi import write_array
+
+    data = reflectance(1, (2, 3, 20, 24))
+    paths = []
+    for i, day in enumerate([dt.date(2024, 5, 11), dt.date(2024, 5, 1)]):
+        path = tmp_path / f"s{i}.rumi"
+        write_array(path, data[i:i + 1], bands=TEXTS, time=[day], transform=TRANSFORM,
+                    crs=EPSG, tile_size=8, nodata=0, scale_factor=1e-4, add_offset=-0.1,
+                    units="reflectance")
+        paths.append(path)
+    return paths, data

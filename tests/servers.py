@@ -397,7 +397,19 @@ class _LoopbackServer:
         raise TypeError(f"{type(self).__name__} does not define start()")
 
     def stop(self) -> None:
-        raise TypeError(f"{type(self).__name__} does not define stop()")
+        """Stop serving, close the listening socket and join the thread."""
+        if self._server is None:
+            return
+        self._server.shutdown()
+        self._server.server_close()
+        self._closed()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        self._server = None
+        self._thread = None
+
+    def _closed(self) -> None:
+        """Run once the listening socket is closed, before the thread is joined."""
 
     def __enter__(self) -> Any:
         return self.start()
@@ -516,12 +528,7 @@ class RangeHTTPServer(_LoopbackServer):
         self._server = server
         return self._serve()
 
-    def stop(self) -> None:
-        """Stop serving, close the listening socket and join the thread."""
-        if self._server is None:
-            return
-        self._server.shutdown()
-        self._server.server_close()
+    def _closed(self) -> None:
         # Handler threads sit in keep-alive reads for as long as a client pools the
         # connection; closing their sockets ends them and shows clients a dead server.
         with self._open_lock:
@@ -529,10 +536,6 @@ class RangeHTTPServer(_LoopbackServer):
         for sock in sockets:
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-        self._server = None
-        self._thread = None
 
     def opened(self, sock: socket.socket) -> None:
         """Track a newly accepted connection (called by the handler)."""
@@ -777,15 +780,8 @@ class S3Server(_LoopbackServer):
         return self._serve()
 
     def stop(self) -> None:
-        """Stop serving, close the socket and join the thread."""
-        if self._server is None:
-            return
-        self._server.shutdown()
-        self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-        self._server = None
-        self._thread = None
+        """Stop serving, close the socket, join the thread and forget the client."""
+        super().stop()
         self._client = None
 
     # -- configuration for clients ---------------------------------------------------

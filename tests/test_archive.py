@@ -15,12 +15,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-import rumi
 
 import rumi_xarray as rx
 from rumi_xarray.catalogs import index as tables
 from rumi_xarray.write.to_rumi import write_array
 from tests import fsspy
+from tests.truth import read
 
 BANDS = ["B02, Blue", "B03, Green", "B04, Red"]
 TRANSFORM = (10.0, 0.0, 600000.0, 0.0, -10.0, 5000000.0)
@@ -72,8 +72,7 @@ def big(files, tmp_path_factory):
 def truth(files, scene: int, window: tuple[int, int, int, int]) -> np.ndarray:
     _, paths, _, base = files
     path = paths[scene % FILES]
-    return rumi.read(str(path), base["header"][scene % FILES], window=window,
-                     pattern="t b y x")[0]
+    return read(path, base["header"][scene % FILES], window=window)[0]
 
 
 def test_table_of_1e5_rows_reads_what_rumi_reads(files, big):

@@ -7,12 +7,12 @@ import datetime as dt
 
 import numpy as np
 import pytest
-import rumi
 import xarray as xr
 
 import rumi_xarray as rx
 from rumi_xarray.errors import RumiError
 from rumi_xarray.write.to_rumi import write_array
+from tests.truth import read
 
 N = 6
 
@@ -38,14 +38,12 @@ def test_load_async_equals_rumi_read(scenes):
     var = xr.open_dataset(cube, engine="rumi").band_data
     part = var.isel(time=[1, 4], y=slice(10, 90), x=slice(20, 150))
     got = asyncio.run(part.load_async())
-    truth = rumi.read(str(cube), header, time=[1, 4], window=(10, 20, 80, 130),
-                      pattern="t b y x")
+    truth = read(cube, header, time=[1, 4], window=(10, 20, 80, 130))
     np.testing.assert_array_equal(got.values, truth)
     # and the Dataset flavour
     ds = asyncio.run(xr.open_dataset(cube, engine="rumi").isel(x=slice(0, 5)).load_async())
     np.testing.assert_array_equal(ds.band_data.values,
-                                  rumi.read(str(cube), header, window=(0, 0, 200, 5),
-                                            pattern="t b y x"))
+                                  read(cube, header, window=(0, 0, 200, 5)))
 
 
 def test_gathered_loads_equal_rumi_read(scenes):
@@ -61,7 +59,7 @@ def test_gathered_loads_equal_rumi_read(scenes):
         return await asyncio.gather(*(p.load_async() for p in parts))
 
     got = asyncio.run(main())
-    full = rumi.read(str(cube), header, pattern="t b y x")
+    full = read(cube, header)
     np.testing.assert_array_equal(got[0].values, full[2, :, 0:64, 64:128])
     np.testing.assert_array_equal(got[1].values, full[:, 1][:, [5, 190, 7]][..., ::9])
     np.testing.assert_array_equal(got[2].transpose("time", "band", "p").values,
@@ -82,8 +80,7 @@ def test_gathered_windows_of_a_catalog_share_one_native_call(scenes):
     got = asyncio.run(main())
     s = rx.stats()
     for i, g in enumerate(got):
-        one = rumi.read(str(paths[i]), rumi.info(source=str(paths[i])).header,
-                        window=(40, 10, 64, 64), pattern="t b y x")
+        one = read(paths[i], window=(40, 10, 64, 64))
         np.testing.assert_array_equal(g.values, one[0])
     assert s["calls"] == 1 and s["items"] == N  # one read_many for N loads
 

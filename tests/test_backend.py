@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,10 +13,9 @@ import xarray as xr
 
 import rumi_xarray as rx
 from rumi_xarray.backend.entrypoint import RumiBackendEntrypoint
-
-
-def truth(path, header) -> np.ndarray:
-    return rumi.read(str(path), header, pattern="t b y x")
+from rumi_xarray.write.to_rumi import write_array
+from tests.scenes import EPSG, TRANSFORM, reflectance
+from tests.truth import read
 
 
 def as_tbyx(ds: xr.Dataset) -> np.ndarray:
@@ -24,7 +25,7 @@ def as_tbyx(ds: xr.Dataset) -> np.ndarray:
 def test_values_equal_rumi_read(case):
     path, header, data, _ = case
     ds = xr.open_dataset(path, engine="rumi")
-    expected = truth(path, header)
+    expected = read(path, header)
     got = as_tbyx(ds)
     assert got.dtype == expected.dtype
     np.testing.assert_array_equal(got, expected)
@@ -218,7 +219,7 @@ def test_both_result_allocations_give_rumi_read_values(corpus, monkeypatch, allo
 
     monkeypatch.setattr(reads, "LIBRUMI_ALLOCATES", 2**62 if allocator == "numpy" else 0)
     path, header, data, _ = corpus["plane_tb_u16"]
-    truth = rumi.read(str(path), header, pattern="t b y x")
+    truth = read(path, header)
     ds = xr.open_dataset(path, engine="rumi", cache=False)
     whole = ds.band_data.values
     np.testing.assert_array_equal(whole, truth)
@@ -229,3 +230,30 @@ def test_both_result_allocations_give_rumi_read_values(corpus, monkeypatch, allo
     whole[0, 0, 0, 0] = whole[0, 0, 0, 0] + 1
     grouped = xr.open_dataset(path, engine="rumi", chunks={}).band_data.compute()
     np.testing.assert_array_equal(grouped.values, truth)
+
+
+# --- time is always a dimension: default open_mfdataset sorts single-date files -------
+
+
+def test_default_open_mfdataset_sorts_shuffled_single_date_files(tmp_path: Path) -> None:
+    data = reflectance(5, (6, 2, 12, 10))
+    days = [dt.date(2024, 3, 1) + dt.timedelta(days=5 * i) for i in range(6)]
+    paths = []
+    for i in np.random.default_rng(7).permutation(6):
+        path = tmp_path / f"scene_{i}.rumi"
+        write_array(path, data[i:i + 1], bands=["B04", "B08"], time=[days[i]],
+                    transform=TRANSFORM, crs=EPSG, tile_size=8)
+        paths.append(path)
+    ds = xr.open_mfdataset(paths, engine="rumi")  # default arguments
+    np.testing.assert_array_equal(ds.time.values, np.array(days, dtype="datetime64[ns]"))
+    np.testing.assert_array_equal(ds.band_data.values, data)
+    single = xr.open_dataset(paths[0], engine="rumi")
+    assert single.band_data.dims == ("time", "band", "y", "x") and single.sizes["time"] == 1
+    when = single.time.values[0]
+    np.testing.assert_array_equal(single.band_data.sel(time=when).values,
+                                  data[int(paths[0].stem.split("_")[1])])
+    np.testing.assert_array_equal(single.band_data.sel(time=str(when)[:10]).values,
+                                  single.band_data.values[0])
+    ours = rx.open_mfdataset(paths)
+    assert ours.band_data.chunks is not None  # dask-backed by default, like xarray's
+    np.testing.assert_array_equal(ours.band_data.values, data)

@@ -1,7 +1,9 @@
-"""Band short names: fields are split on commas outside brackets only."""
+"""Band names as people use them: short names split on commas outside brackets only,
+full texts kept and written back, companions (common name, wavelength) like stackstac."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -12,13 +14,9 @@ import xarray as xr
 import rumi_xarray as rx
 from rumi_xarray.conventions.bands import top_level_fields
 from rumi_xarray.demo import synthetic
-
-
-def read(path: Path) -> np.ndarray:
-    """The file's samples as plain librumi reads them, ``(time, band, y, x)``."""
-    header = rumi.info(source=str(path)).header
-    return rumi.read(str(path), header, pattern="t b y x")
-
+from rumi_xarray.write.to_rumi import to_rumi, write_array
+from tests.scenes import TEXTS, reflectance, scene_geotiff
+from tests.truth import read
 
 # The text `make demo` gives its land-cover file (rumi_xarray/demo/ndvi.py).
 LAND_COVER = ("land cover ("
@@ -63,3 +61,54 @@ def test_the_demo_land_cover_file_alone(tmp_path: Path) -> None:
     assert list(ds.band.values) == [LAND_COVER] and "band_text" not in ds.coords
     np.testing.assert_array_equal(ds.band_data.sel(band=LAND_COVER).values,
                                   read(path)[:, 0])
+
+
+# --- band names as people use them: full texts, short names, companions ---------------
+
+
+def test_bands_select_by_short_name_like_stackstac(converted: Path) -> None:
+    ds = xr.open_dataset(converted, engine="rumi")
+    assert list(ds.band.values) == ["B04", "B08", "B11"]
+    assert list(ds.band_text.values) == TEXTS
+    assert list(ds.common_name.values[:2]) == ["red", "nir"]
+    np.testing.assert_allclose(ds.center_wavelength.values, [0.665, 0.842, 1.61])
+    red = ds.band_data.sel(band="B04")
+    np.testing.assert_array_equal(red.values, ds.band_data.values[:, 0])
+    assert str(red.band_text.values) == "B04, Red, 665nm"
+    by_variable = xr.open_dataset(converted, engine="rumi", band_as_variable=True)
+    assert list(by_variable.data_vars) == ["B04", "B08", "B11"]
+    assert by_variable["B08"].attrs["long_name"] == "B08, NIR, 842nm"
+    np.testing.assert_array_equal(by_variable["B11"].values, ds.band_data.values[:, 2])
+    # Texts whose first fields repeat keep the whole text as the name.
+    twins = converted.with_name("twins.rumi")
+    write_array(twins, np.zeros((1, 2, 4, 4), np.uint8), bands=["B04, a", "B04, b"],
+                time=["2024-01-01"])
+    assert list(xr.open_dataset(twins, engine="rumi").band.values) == ["B04, a", "B04, b"]
+
+
+def test_band_texts_round_trip_in_full(converted: Path, tmp_path: Path) -> None:
+    rioxarray = pytest.importorskip("rioxarray")
+    ds = rx.open_dataset(converted)
+    again = tmp_path / "again.rumi"
+    to_rumi(ds, again)  # band_text wins over the short names
+    assert rumi.info(source=os.fspath(again)).bands == TEXTS
+    subset = tmp_path / "subset.rumi"
+    to_rumi(ds.sel(band=["B11", "B04"]), subset)
+    assert rumi.info(source=os.fspath(subset)).bands == [TEXTS[2], TEXTS[0]]
+    # band_as_variable keeps each full text in long_name: it is what is stored,
+    # so the band companions come back as they were.
+    by_variable = tmp_path / "by_variable.rumi"
+    to_rumi(rx.open_dataset(converted, band_as_variable=True), by_variable)
+    assert rumi.info(source=os.fspath(by_variable)).bands == TEXTS
+    back = rx.open_dataset(by_variable)
+    for name in ("band", "band_text", "common_name", "center_wavelength"):
+        xr.testing.assert_identical(back[name], ds[name])
+    np.testing.assert_array_equal(back.band_data.values, ds.band_data.values)
+    for band in ds.band.values:
+        np.testing.assert_array_equal(
+            rx.open_dataset(by_variable, band_as_variable=True)[str(band)].values,
+            ds.band_data.sel(band=band).values)
+    # rioxarray objects: GDAL descriptions, one text for several equal ones.
+    same = scene_geotiff(tmp_path / "same.tif", reflectance()[:2], descriptions=["NIR"] * 2)
+    to_rumi(rioxarray.open_rasterio(same), tmp_path / "same.rumi", time="2024-01-01")
+    assert rumi.info(source=os.fspath(tmp_path / "same.rumi")).bands == ["NIR (1)", "NIR (2)"]

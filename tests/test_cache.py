@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import threading
 
 import numpy as np
 import pytest
@@ -12,7 +11,7 @@ import xarray as xr
 import rumi_xarray as rx
 from rumi_xarray.backend import cache
 from rumi_xarray.write.to_rumi import write_array
-from tests.checks import assert_explain_matches_reads
+from tests.checks import assert_explain_matches_reads, run_threads
 
 
 @pytest.fixture
@@ -100,11 +99,7 @@ def test_concurrent_readers_through_cache(scene):
             if not np.array_equal(got, data[:, :, y:y + 3, x:x + 3]):
                 errors.append((y, x))
 
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_threads(worker, 8)
     assert errors == []
 
 

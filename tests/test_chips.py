@@ -23,6 +23,7 @@ from rumi_xarray.demo import synthetic
 from rumi_xarray.demo.ndvi import _demo_write
 from rumi_xarray.torch import ChipDataset, GridChipSampler, RandomChipSampler, collate
 from tests.servers import RangeHTTPServer
+from tests.truth import read
 
 SIZE = 200  # not a multiple of the tile: the last tile row and column are clipped
 TILE = 64
@@ -46,9 +47,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> dict:
 
 
 def truth(path: str, t: int, bands: list[int], row: int, col: int, size: int) -> np.ndarray:
-    header = rumi.info(source=path).header
-    return rumi.read(path, header, time=[t], bands=bands, window=(row, col, size, size),
-                     pattern="t b y x")[0]
+    return read(path, time=[t], bands=bands, window=(row, col, size, size))[0]
 
 
 def random_starts(rng: np.random.Generator, n: int, times: int, size: int = CHIP) -> np.ndarray:
@@ -134,8 +133,7 @@ def test_chips_decode_into_a_given_buffer(demo: dict) -> None:
 
 def test_boundless_chips_fill_outside_with_nodata(demo: dict) -> None:
     ds = xr.open_dataset(demo["nodata"], engine="rumi", mask_and_scale=False)
-    full = rumi.read(demo["nodata"], rumi.info(source=demo["nodata"]).header,
-                     pattern="t b y x")[0]
+    full = read(demo["nodata"])[0]
     pad = 2 * CHIP
     padded = np.pad(full, ((0, 0), (pad, pad), (pad, pad)), constant_values=0)
     starts = np.array([[0, -20, -30], [0, SIZE - 10, SIZE - 40], [0, -CHIP - 5, 0],
@@ -312,7 +310,7 @@ def test_a_corrupt_frame_fails_the_batch_naming_its_scene(demo: dict, tmp_path: 
 @pytest.fixture(scope="module")
 def padded_series(demo: dict) -> tuple[xr.Dataset, np.ndarray, int]:
     path = demo["series"]
-    full = rumi.read(path, rumi.info(source=path).header, pattern="t b y x")
+    full = read(path)
     pad = 50  # more than the largest chip reaches outside (40 + 3)
     return (xr.open_dataset(path, engine="rumi"),
             np.pad(full, ((0, 0), (0, 0), (pad, pad), (pad, pad)), constant_values=0), pad)

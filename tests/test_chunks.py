@@ -11,6 +11,7 @@ import rumi
 import xarray as xr
 
 import rumi_xarray as rx
+from tests.truth import read
 
 
 def frame_shape(path, dims):
@@ -39,7 +40,7 @@ def test_empty_chunks_are_read_groups_of_whole_frames(case, opener):
     var = ds.band_data
     # corpus files are far smaller than one default read group: one chunk
     assert var.data.chunks == tuple((n,) for n in var.shape)
-    expected = rumi.read(str(path), header, pattern="t b y x")
+    expected = read(path, header)
     np.testing.assert_array_equal(var.values, expected)
 
 

@@ -20,9 +20,8 @@ import xarray as xr
 from rumi_xarray.cli.main import main
 from rumi_xarray.demo import synthetic
 from rumi_xarray.write.to_rumi import to_rumi
-
-EPSG = 32633
-X0, Y0, RES = 500000.0, 6000000.0, 10.0
+from tests.scenes import EPSG, RES, X0, Y0, scene_geotiff
+from tests.truth import read
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -31,35 +30,12 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
-def read(path: Path) -> np.ndarray:
-    meta = rumi.info(source=os.fspath(path))
-    return rumi.read(os.fspath(path), meta.header, pattern="t b y x")
-
-
 @pytest.fixture
 def rumi_file(tmp_path: Path) -> Path:
     scene = synthetic.scene_series(3, 40)
     path = tmp_path / "scene.rumi"
     to_rumi(scene, path, tile_size=16)
     return path
-
-
-def write_geotiff(path: Path, data: np.ndarray, *, descriptions: list[str | None],
-                  stamp: str | None) -> None:
-    rasterio = pytest.importorskip("rasterio")
-    from rasterio.transform import from_origin
-
-    count, height, width = data.shape
-    with rasterio.open(path, "w", driver="GTiff", width=width, height=height, count=count,
-                       dtype=data.dtype.name, crs=f"EPSG:{EPSG}",
-                       transform=from_origin(X0, Y0, RES, RES), tiled=True,
-                       blockxsize=32, blockysize=32) as dst:
-        dst.write(data)
-        for i, text in enumerate(descriptions, start=1):
-            if text is not None:
-                dst.set_band_description(i, text)
-        if stamp is not None:
-            dst.update_tags(TIFFTAG_DATETIME=stamp)
 
 
 # --- usage ------------------------------------------------------------------------
@@ -142,7 +118,7 @@ def test_info_failures_name_the_path(capsys: pytest.CaptureFixture[str], tmp_pat
 def test_convert_geotiff(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     data = np.random.default_rng(1).integers(0, 4000, (3, 70, 90), dtype=np.uint16)
     tif = tmp_path / "scene.tif"
-    write_geotiff(tif, data, descriptions=["B04 red", "B08 nir", None],
+    scene_geotiff(tif, data, nodata=None, block=32, descriptions=["B04 red", "B08 nir", None],
                   stamp="2024:05:01 10:20:30")
     out = tmp_path / "scene.rumi"
     code, stdout, err = run(capsys, "convert", tif, out, "--tile-size", "32")
@@ -159,7 +135,7 @@ def test_convert_geotiff(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> 
 def test_convert_geotiff_without_time(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     data = np.arange(2 * 20 * 30, dtype=np.int16).reshape(2, 20, 30)
     tif = tmp_path / "plain.tif"
-    write_geotiff(tif, data, descriptions=[None, None], stamp=None)
+    scene_geotiff(tif, data, nodata=None, block=32, descriptions=[None, None], stamp=None)
     out = tmp_path / "plain.rumi"
     code, _, err = run(capsys, "convert", tif, out)
     assert code == 1 and "has no time coordinate" in err and "--time" in err
@@ -233,7 +209,7 @@ def test_convert_refuses_an_existing_destination_unless_overwrite(
         capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     data = np.arange(2 * 20 * 30, dtype=np.uint16).reshape(2, 20, 30)
     tif = tmp_path / "scene.tif"
-    write_geotiff(tif, data, descriptions=["red", "nir"], stamp="2024:05:01 10:20:30")
+    scene_geotiff(tif, data, nodata=None, block=32, descriptions=["red", "nir"])
     target = tmp_path / "x.rumi"
     target.write_bytes(b"precious")
     code, _, err = run(capsys, "convert", tif, target)
@@ -248,7 +224,7 @@ def test_convert_unknown_codec_or_dtype(capsys: pytest.CaptureFixture[str],
                                         tmp_path: Path) -> None:
     data = np.ones((1, 8, 8), dtype=np.uint16)
     tif = tmp_path / "scene.tif"
-    write_geotiff(tif, data, descriptions=[None], stamp="2024:05:01 10:20:30")
+    scene_geotiff(tif, data, nodata=None, block=32, descriptions=[None])
     code, _, err = run(capsys, "convert", tif, tmp_path / "x.rumi", "--codec", "zstd>planar")
     assert code == 1 and "unknown codec 'zstd>planar'" in err
     code, _, err = run(capsys, "convert", tif, tmp_path / "x.rumi", "--dtype", "float31")
@@ -260,7 +236,7 @@ def test_convert_refuses_a_destination_not_named_rumi_unless_forced(
         capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     data = np.arange(20 * 30, dtype=np.uint16).reshape(1, 20, 30)
     tif = tmp_path / "scene.tif"
-    write_geotiff(tif, data, descriptions=["red"], stamp="2024:05:01 10:20:30")
+    scene_geotiff(tif, data, nodata=None, block=32, descriptions=["red"])
     target = tmp_path / "out.tif"
     code, _, err = run(capsys, "convert", tif, target)
     assert code == 1, err

@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -42,12 +43,12 @@ import xarray as xr
 
 import rumi_xarray as rx
 from rumi_xarray.dask.config import query_planning
+from tests.truth import read as truth_of
 
 pytestmark = pytest.mark.dask
 
 QUERY_PLANNING = query_planning()
 REPO = Path(__file__).resolve().parent.parent
-PATTERN = "t b y x"
 #: The sample files (T=3, B=4, 300x700 uint16, tile 256, plane frames: 72
 #: frames) in read groups of whole tile cells (3 steps x 4 bands x 256 x 256,
 #: one contiguous byte range each): 6 chunks.
@@ -55,11 +56,6 @@ GROUP = 3 * 4 * 256 * 256 * 2
 #: dask's chunk size for ``chunks="auto"``: two chunks of whole frames (see
 #: test_auto_chunks_never_split_frames for limits that split them).
 AUTO_LIMIT = "4MiB"
-
-
-def truth_of(path: Path) -> np.ndarray:
-    header = rumi.info(source=str(path)).header
-    return rumi.read(str(path), header, pattern=PATTERN)
 
 
 def nblocks(array: da.Array) -> int:
@@ -338,6 +334,12 @@ def test_explain_counts_each_chunk_read_of_a_chunked_variable(http_server):
     ex = var.rumi.explain()
     assert ex.calls == nblocks(var.data) == 6
     assert ex.frames == 72
+
+
+def test_explain_prints_human_units(converted: Path) -> None:
+    text = str(rx.open_dataset(converted).band_data.rumi.explain())
+    assert re.search(r"\d+(\.\d)? (B|KiB|MiB) compressed", text), text
+    assert re.search(r"-> \d+(\.\d)? (B|KiB|MiB) decoded", text), text
 
 
 # --- dask's array query planning ---------------------------------------------------------

@@ -18,6 +18,7 @@ import rumi
 import xarray as xr
 
 import rumi_xarray as rx
+from tests.truth import read
 
 distributed = pytest.importorskip("distributed")
 
@@ -37,7 +38,7 @@ def test_cluster_computes_what_numpy_computes(client, corpus):
     np.testing.assert_allclose(mean.values, data.mean(axis=0))
     series = var.isel(y=[3, 140], x=[7, 199]).compute()
     np.testing.assert_array_equal(series.values, data[:, :, [3, 140]][..., [7, 199]])
-    np.testing.assert_array_equal(var.values, rumi.read(str(path), header, pattern="t b y x"))
+    np.testing.assert_array_equal(var.values, read(path, header))
 
 
 def test_workers_read_one_call_per_chunk_and_size_rumi_pool(client, corpus):
@@ -104,7 +105,7 @@ def test_to_rumi_of_a_dask_array_compresses_on_the_workers(client, corpus, tmp_p
     header = rx.to_rumi(var, out, tile_size=32, progress=False)
     on_workers = sum(c["calls"] for c in client.run(rx.stats).values())
     assert on_workers >= 1  # the blocks (and so the source reads) ran on the workers
-    np.testing.assert_array_equal(rumi.read(str(out), header, pattern="t b y x"), data)
+    np.testing.assert_array_equal(read(out, header), data)
 
 
 def _as_float32(block):
@@ -249,7 +250,7 @@ def test_separate_scheduler_and_workers_compute_rumi_reads(separate, corpus, ope
 
     assert separate.run_on_scheduler(os.getpid) != os.getpid()
     path, header, data, _ = corpus["plane_tb_u16"]
-    truth = rumi.read(str(path), header, pattern="t b y x")
+    truth = read(path, header)
     with rx.set_options(group_bytes=64 * 64 * 2 * 4):  # one frame column per chunk
         if opener == "xarray":
             var = xr.open_dataset(path, engine="rumi", chunks={}).band_data
@@ -343,7 +344,7 @@ def test_s3_cube_time_mean_on_a_separate_cluster(s3_server, remote_dir, tmp_path
     scheduler and workers run in processes of their own. The workers read grouped chunks
     (one native call each, a handful of requests) and give rumi.read's numbers."""
     local = remote_dir / "a.rumi"
-    truth = rumi.read(str(local), rumi.info(source=str(local)).header, pattern="t b y x")
+    truth = read(local)
     # The workers inherit this process's environment, now pointed at the S3 server.
     cluster = SeparateCluster(tmp_path).start()
     try:

@@ -8,6 +8,7 @@ what is wrong.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +16,9 @@ import pytest
 import xarray as xr
 
 import rumi_xarray as rx
+from rumi_xarray.write.to_rumi import to_rumi, write_array
+from tests.scenes import EPSG, TEXTS, TRANSFORM, convert, packed_netcdf
+from tests.truth import read
 
 
 def _no_time() -> xr.DataArray:
@@ -197,3 +201,114 @@ def test_the_accessor_on_data_not_from_rumi_is_a_typed_error() -> None:
     with pytest.raises(rx.RumiArgumentError, match="not backed by a Rumi file") as info:
         _ = xr.Dataset({"v": ("x", [1, 2])}).rumi.header
     assert isinstance(info.value, ValueError)  # what it raised before
+
+
+# --- no silent fallbacks --------------------------------------------------------------
+
+
+def test_misspelt_codec_raises_naming_it_and_leaves_no_file(tmp_path: Path, tif: Path
+                                                            ) -> None:
+    rioxarray = pytest.importorskip("rioxarray")
+    target = tmp_path / "x.rumi"
+    with pytest.raises(ValueError, match=r"x\.rumi: unknown codec 'planar>zigzg>zstd'"):
+        write_array(target, np.zeros((1, 1, 8, 8), np.uint16), bands=["a"],
+                    time=["2024-01-01"], codec="planar>zigzg>zstd")
+    with pytest.raises(ValueError, match="unknown codec 'zstdd'"):
+        to_rumi(rioxarray.open_rasterio(tif), target, time="2024-01-01", codec="zstdd")
+    code, _, err = convert("convert", tif, target, "--codec", "zsdt")
+    assert code == 1 and "unknown codec 'zsdt'" in err and "nothing was written" in err
+    assert sorted(os.listdir(tmp_path)) == ["scene.tif"]
+
+
+# --- messages name the row, the format, the URL the user typed, the change ------------
+
+
+def test_catalog_mismatch_names_the_reference_row(two_dates, tmp_path: Path) -> None:
+    paths, data = two_dates  # paths[1] is the earlier date: the reference row
+    odd = tmp_path / "odd.rumi"
+    write_array(odd, data[:1, :2], bands=TEXTS[:2], time=["2024-06-01"],
+                transform=TRANSFORM, crs=EPSG, tile_size=8)
+    table = rx.catalog([paths[0], paths[1], odd])
+    with pytest.raises(rx.RumiCatalogError) as info:
+        rx.open_catalog(table)
+    text = str(info.value)
+    assert re.search(r"catalog row 2 \(.*odd\.rumi\) cannot be stacked with row 1 "
+                     r"\(.*s1\.rumi\)", text), text
+    assert "row 0" not in text
+
+
+@pytest.mark.parametrize("kind", ["geotiff", "netcdf"])
+def test_info_on_other_formats_suggests_convert(tmp_path: Path, tif: Path, kind: str) -> None:
+    source = tif if kind == "geotiff" else tmp_path / "era.nc"
+    if kind == "netcdf":
+        packed_netcdf(source)
+    code, _, err = convert("info", source)
+    assert code == 1
+    assert f"rumi-xarray convert {source.name} out.rumi" in err
+    assert ("a TIFF" if kind == "geotiff" else "a netCDF") in err
+    with pytest.raises(rx.RumiFormatError, match="convert it first"):
+        xr.open_dataset(source, engine="rumi")
+
+
+def test_s3_errors_name_the_url_the_user_typed(s3_server, remote_dir: Path,
+                                               karu_fail_fast) -> None:
+    from tests.conftest import BUCKET
+
+    missing = f"s3://{BUCKET}/missing.rumi"
+    with pytest.raises(FileNotFoundError) as info:
+        xr.open_dataset(missing, engine="rumi")
+    text = str(info.value)
+    assert text.startswith(f"{missing}: no such file or object")
+    assert "/vsis3/" not in text and "<?xml" not in text and "NoSuchKey" in text
+    assert isinstance(info.value, rx.RumiFileNotFoundError)
+    # A read that fails later (the object was replaced) names it the same way. A
+    # bucket of its own: other tests list the shared bucket's objects.
+    url = s3_server.put_bytes("fidelity", "scene.rumi", (remote_dir / "a.rumi").read_bytes())
+    assert url == "s3://fidelity/scene.rumi"
+    ds = xr.open_dataset(url, engine="rumi")
+    s3_server.put_bytes("fidelity", "scene.rumi", b"RUMI" + bytes(64))
+    with pytest.raises(OSError) as later:
+        ds.band_data.load()
+    assert str(later.value).startswith(url) and "/vsis3/" not in str(later.value)
+
+
+@pytest.mark.parametrize("chunks", [None, {}], ids=["lazy", "dask"])
+def test_reading_a_rewritten_file_says_it_changed(tmp_path: Path, chunks: dict | None
+                                                  ) -> None:
+    rng = np.random.default_rng(0)
+    path = tmp_path / "scene.rumi"
+    shape = (2, 2, 64, 64)
+    write_array(path, rng.integers(0, 60000, shape).astype(np.uint16), bands=["a", "b"],
+                time=["2024-01-01", "2024-01-02"], tile_size=16)
+    ds = xr.open_dataset(path, engine="rumi", chunks=chunks)
+    write_array(path, rng.integers(0, 600, shape).astype(np.uint16), bands=["a", "b"],
+                time=["2024-01-01", "2024-01-02"], tile_size=16)
+    with pytest.raises(rx.RumiFileChangedError,
+                       match=rf"{re.escape(str(path))}: the file changed since it was opened "
+                             r"\(its size went from \d+ to \d+ bytes\); open it again"):
+        ds.band_data.isel(x=slice(0, 40)).load()
+    np.testing.assert_array_equal(xr.open_dataset(path, engine="rumi").band_data.values,
+                                  read(path))
+
+
+@pytest.mark.parametrize("chunks", [None, {}])
+def test_a_rewrite_that_still_decodes_is_refused(tmp_path: Path, chunks: dict | None
+                                                 ) -> None:
+    """Constant planes of the same layout decode fine with the old header: a rewrite
+    must still be noticed (same size, same second), not read as new numbers."""
+    path = tmp_path / "constant.rumi"
+    shape = (2, 2, 64, 64)
+    write_array(path, np.full(shape, 1, np.uint16), bands=["a", "b"],
+                time=["2024-01-01", "2024-01-02"], tile_size=16)
+    ds = xr.open_dataset(path, engine="rumi", chunks=chunks)
+    size = path.stat().st_size
+    write_array(path, np.full(shape, 7, np.uint16), bands=["a", "b"],
+                time=["2024-01-01", "2024-01-02"], tile_size=16)
+    assert path.stat().st_size == size  # the case a size check alone would miss
+    with pytest.raises(rx.RumiFileChangedError,
+                       match=rf"{re.escape(str(path))}: the file changed since it was opened"
+                       ) as caught:
+        ds.band_data.isel(time=0).load()
+    assert caught.value.filename == str(path) and isinstance(caught.value, OSError)
+    np.testing.assert_array_equal(xr.open_dataset(path, engine="rumi").band_data.values,
+                                  read(path))

@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 import rumi_xarray as rx
 from rumi_xarray.conventions.facts import Facts
 from rumi_xarray.write.to_rumi import write_array
+from tests.truth import strict_json
 
 TRANSFORM = (10.0, 0.0, 500000.0, 0.0, -10.0, 4600000.0)
 EPSG = 32633
@@ -46,14 +47,6 @@ CASES = [
     ("int16-none", "int16", None, None, None),
 ]
 ABSENT = object()
-
-
-def strict_json(text: str) -> Any:
-    """Parse JSON as jq and other languages do: NaN and Infinity are not JSON."""
-    def refuse(constant: str) -> None:
-        raise ValueError(f"{constant} is not valid JSON")
-
-    return json.loads(text, parse_constant=refuse)
 
 
 def same(a: Any, b: Any) -> bool:

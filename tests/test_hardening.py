@@ -6,7 +6,6 @@ import os
 import random
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from rumi_xarray.model.cube import Scene
 from rumi_xarray.native import process, reads
 from rumi_xarray.sources.redact import redact_text
 from rumi_xarray.write.to_rumi import write_array
+from tests.checks import run_threads
 
 HERE = Path(__file__).parent
 FLIPS = int(os.environ.get("RUMI_BITFLIP_TRIALS", "120"))
@@ -137,11 +137,7 @@ def test_threads_soak_equals_ground_truth(corpus):
                 failures.append(f"thread {i}: {sel}")
             counts[i] += 1
 
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(16)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_threads(worker, 16)
     assert failures == []
     assert min(counts) > 0
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -50,34 +52,48 @@ def selections(draw, shape):
     return [draw(indexer(n)) for n in shape]
 
 
+def run_examples(strategy: st.SearchStrategy, examples: int, check: Callable[[Any], None]
+                 ) -> None:
+    """Run ``check`` on ``examples`` draws of ``strategy`` (no deadline, no saved examples)."""
+    settings(max_examples=examples, deadline=None, database=None,
+             suppress_health_check=[HealthCheck.function_scoped_fixture])(given(strategy)(check))()
+
+
+def opened(corpus: dict, name: str, *, grouped: bool = False) -> tuple[xr.DataArray, np.ndarray]:
+    """A corpus case's ``band_data`` and the array it was written from.
+
+    Opened lazily, or with ``grouped`` in dask read groups small enough for several chunks.
+    """
+    path, _, data, _ = corpus[name]
+    if not grouped:
+        return xr.open_dataset(path, engine="rumi").band_data, data
+    with rx.set_options(group_bytes=64 * 64 * data.itemsize * 2):  # several chunks
+        var = xr.open_dataset(path, engine="rumi", chunks={}).band_data
+    assert var.data.npartitions >= 4
+    return var, data
+
+
 def assert_outer_selections(var: xr.DataArray, full: np.ndarray, examples: int) -> None:
     """Check random OUTER selections of ``var`` against numpy on ``full``."""
 
-    @settings(max_examples=examples, deadline=None, database=None,
-              suppress_health_check=[HealthCheck.function_scoped_fixture])
-    @given(selections(full.shape))
     def check(keys):
         got = var.isel(dict(zip(var.dims, keys, strict=True))).values
         expected = numpy_outer(full, keys)
         assert got.shape == expected.shape
         np.testing.assert_array_equal(got, expected)
 
-    check()
+    run_examples(selections(full.shape), examples, check)
 
 
 @pytest.mark.parametrize("name", CASES)
 def test_outer_selection_equals_numpy(corpus, name):
-    path, _, data, case = corpus[name]
-    var = xr.open_dataset(path, engine="rumi").band_data
+    var, data = opened(corpus, name)
     assert_outer_selections(var, data, EXAMPLES)
 
 
 @pytest.mark.parametrize("name", ["plane_tb_u16", "cell_tbhw_f64"])
 def test_outer_selection_on_read_group_chunks(corpus, name):
-    path, _, data, _ = corpus[name]
-    with rx.set_options(group_bytes=64 * 64 * data.itemsize * 2):  # several chunks
-        var = xr.open_dataset(path, engine="rumi", chunks={}).band_data
-    assert var.data.npartitions >= 4
+    var, data = opened(corpus, name, grouped=True)
     assert_outer_selections(var, data, max(10, EXAMPLES // 3))
 
 
@@ -124,29 +140,24 @@ def assert_pointwise_selections(var: xr.DataArray, full: np.ndarray, examples: i
     """Check random pointwise selections of ``var`` against numpy indexing of ``full``."""
     reference = xr.DataArray(full, dims=("time", "band", "y", "x"))
 
-    @settings(max_examples=examples, deadline=None, database=None,
-              suppress_health_check=[HealthCheck.function_scoped_fixture])
-    @given(pointwise(full.shape))
     def check(keys):
         got = var.isel(keys)
         expected = reference.isel(keys)  # xarray over numpy: numpy's own indexing
         assert got.dims == expected.dims
         np.testing.assert_array_equal(got.values, expected.values)
 
-    check()
+    run_examples(pointwise(full.shape), examples, check)
 
 
 @pytest.mark.parametrize("name", VECTOR_CASES)
 def test_pointwise_selection_equals_numpy(corpus, name):
-    path, _, data, _ = corpus[name]
-    var = xr.open_dataset(path, engine="rumi").band_data
+    var, data = opened(corpus, name)
     assert_pointwise_selections(var, data, EXAMPLES)
 
 
 def test_pointwise_selection_through_the_cache(corpus):
     # Second passes find reuse and read whole cells into the cache: still exact.
-    path, _, data, _ = corpus["plane_tb_u16"]
-    var = xr.open_dataset(path, engine="rumi").band_data
+    var, data = opened(corpus, "plane_tb_u16")
     assert_pointwise_selections(var, data, EXAMPLES)
     assert_pointwise_selections(var, data, EXAMPLES // 2)
     assert rx.cache_info()["hits"] > 0
@@ -154,8 +165,5 @@ def test_pointwise_selection_through_the_cache(corpus):
 
 def test_pointwise_selection_on_read_group_chunks(corpus):
     # dask's vindex reads whole chunks through the backend: still exact.
-    path, _, data, _ = corpus["plane_tb_u16"]
-    with rx.set_options(group_bytes=64 * 64 * data.itemsize * 2):
-        var = xr.open_dataset(path, engine="rumi", chunks={}).band_data
-    assert var.data.npartitions >= 4
+    var, data = opened(corpus, "plane_tb_u16", grouped=True)
     assert_pointwise_selections(var, data, max(10, EXAMPLES // 3))

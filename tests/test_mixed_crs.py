@@ -14,12 +14,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import rumi
 import xarray as xr
 
 import rumi_xarray as rx
 from rumi_xarray.conventions.crs_index import RumiCRSIndex
 from rumi_xarray.write.to_rumi import write_array
+from tests.truth import read
 
 
 @pytest.fixture(scope="module")
@@ -83,8 +83,7 @@ def test_every_xarray_combination_refuses_two_crss(scenes):
 
 
 def test_same_crs_open_mfdataset_is_unchanged(scenes):
-    truth = {n: rumi.read(str(scenes[n]), rumi.info(source=str(scenes[n])).header,
-                          pattern="t b y x") for n in ("t1", "t2", "east")}
+    truth = {n: read(scenes[n]) for n in ("t1", "t2", "east")}
     # along time
     ds = xr.open_mfdataset([scenes["t2"], scenes["t1"]], engine="rumi")
     assert ds.sizes == {"time": 2, "band": 2, "y": 64, "x": 64}

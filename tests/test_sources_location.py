@@ -17,7 +17,6 @@ from pathlib import Path, PurePosixPath
 
 import numpy as np
 import pytest
-import rumi
 import xarray as xr
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -29,13 +28,10 @@ from rumi_xarray.sources import resolve, transport
 from rumi_xarray.sources.location import Source, locate
 from rumi_xarray.sources.schemes import NATIVE_SCHEMES, VSI_REFUSED, VSI_STORES
 
+# Ground truth: librumi's plain read of the local file.
+from tests.truth import read as expected
+
 EXAMPLES = int(os.environ.get("RUMI_PROPERTY_EXAMPLES", "60"))
-
-
-def expected(path: Path) -> np.ndarray:
-    """Ground truth: librumi's plain read of the local file."""
-    meta = rumi.info(source=os.fspath(path))
-    return rumi.read(os.fspath(path), meta.header, pattern="t b y x")
 
 
 # --- every kind of input ------------------------------------------------------------

@@ -25,6 +25,7 @@ import rumi_xarray as rx
 from rumi_xarray.conventions import georef
 from rumi_xarray.native.frames import PATTERNS
 from rumi_xarray.write.to_rumi import to_rumi, write_array
+from tests.truth import read
 
 EPSG = 32633
 X0, Y0, RES = 500000.0, 6000000.0, 10.0
@@ -51,12 +52,6 @@ def cube(data: np.ndarray | da.Array, *, times: np.ndarray | None = None,
     attrs = {"AREA_OR_POINT": "Point" if point else "Area"} if epsg is not None else {}
     return xr.DataArray(data, dims=("time", "band", "y", "x"), coords=coords,
                         name="band_data", attrs=attrs)
-
-
-def read(path: Path, header: bytes | None = None) -> np.ndarray:
-    if header is None:
-        header = rumi.info(source=os.fspath(path)).header
-    return rumi.read(os.fspath(path), header, pattern="t b y x")
 
 
 def same_bits(got: np.ndarray, expected: np.ndarray) -> bool:

@@ -193,7 +193,7 @@ def read_into(dst: np.ndarray, items: Sequence[tuple[Any, bytes, int, int]],
     t_ptr, t_n = _ints(times)
     b_ptr, b_n = _ints(bands)
     # The array itself, not a memoryview of it (dst.data): after a failed read (a file
-    # rewritten since it was opened, tests/test_fidelity.py) the traceback's reference
+    # rewritten since it was opened, tests/test_errors.py) the traceback's reference
     # cycle held such a memoryview and cffi's buffer on it, and the garbage collector
     # crashed the interpreter collecting them. The cast is for numpy's stubs, which
     # declare the buffer protocol only for Python >= 3.12.

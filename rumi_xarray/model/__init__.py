@@ -41,4 +41,7 @@ plan
     lengths; ``plan_ranges``, no I/O). A STAC *load plan*
     (:mod:`rumi_xarray.stac.plan`) says what each output chunk of a STAC load
     reads.
+source group
+    STAC loads: the Items of one output chunk that share a frame layout, read
+    by one ``read_many`` call (:mod:`rumi_xarray.stac.plan`).
 """

@@ -1,8 +1,8 @@
 """Tile cells a scattered selection touches, the cell windows that read them, the targets.
 
 Pure: no I/O. A scattered selection (rows and columns far apart, or points)
-is read cell by cell: a frame is one tile cell, so decoding a cell's frames
-once serves every selected pixel in it. Each touched ``(scene, cell)`` is one
+is read cell by cell: every frame lies in one tile cell, so decoding a cell's
+frames once serves every selected pixel in it. Each touched ``(scene, cell)`` is one
 :class:`CellWindow`: a window inside the cell that covers the selected
 pixels there (1 x 1 for a lone pixel, else one size common to the selection
 so that the windows batch into few ``read_many`` calls; never beyond the

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -99,7 +100,11 @@ def test_to_rumi_of_a_dask_array_compresses_on_the_workers(client, corpus, tmp_p
     # The writer's block tasks are Delayed objects from one graph: with a client they
     # run on the workers (each compresses whole frames there), the file is identical.
     path, _, data, _ = corpus["plane_tb_u16"]
-    var = xr.open_dataset(path, engine="rumi", chunks={}).band_data
+    # A copy no earlier test read: the workers' tile caches (whose keys hold the file's
+    # path and inode) cannot serve its planes, so its reads are native calls there.
+    source = tmp_path / "source.rumi"
+    shutil.copyfile(path, source)
+    var = xr.open_dataset(source, engine="rumi", chunks={}).band_data
     out = tmp_path / "copy.rumi"
     rx.stats(reset=True, client=client)
     header = rx.to_rumi(var, out, tile_size=32, progress=False)

@@ -18,7 +18,6 @@ A sidecar is strict JSON: ``{"format": "rumi-xarray-sidecar", "version": 1,
 from __future__ import annotations
 
 import json
-import math
 import os
 import secrets
 import warnings
@@ -152,15 +151,9 @@ class Sidecar:
         -------
         list of str
         """
-        mine, theirs = self.to_columns(), other.to_columns()
-        return [f"{k} {mine[k]!r} != {theirs[k]!r}" for k in COLUMNS
-                if not _same(mine[k], theirs[k])]
-
-
-def _same(a: Any, b: Any) -> bool:
-    """Return whether two column values are the same fact (NaN is NaN)."""
-    return a == b or (isinstance(a, float) and isinstance(b, float)
-                      and math.isnan(a) and math.isnan(b))
+        georef = [f"{k} {getattr(self, k)!r} != {getattr(other, k)!r}" for k in GEOREF_FACTS
+                  if getattr(self, k) != getattr(other, k)]
+        return self.facts.differences(other.facts) + georef
 
 
 def _georef(content: Mapping[Any, Any] | pd.Series) -> tuple[str | None, str | None]:

@@ -54,8 +54,6 @@ from rumi_xarray.stac.parse import StacSource, catalog_table, parse_items
 from rumi_xarray.stac.parse import select_bands as _bands
 
 VARIABLE = "band_data"
-#: CF attributes that pack or mask samples (xarray's decoder moves them to encoding).
-_PACKING = ("_FillValue", "scale_factor", "add_offset")
 
 
 @dataclass(frozen=True)
@@ -371,7 +369,7 @@ def _decoded(ds: xr.Dataset, packing: Mapping[str, Any], *, eager: bool) -> xr.D
     """Mask and scale raw samples with xarray's decoder, as open_dataset does."""
     from xarray.conventions import decode_cf_variable
 
-    attrs = {k: v for k, v in packing.items() if k in _PACKING}
+    attrs = {k: v for k, v in packing.items() if k in cf.PACKING}
     if not attrs:
         return ds
     out = ds.copy()
@@ -497,7 +495,7 @@ def _conform(ds: xr.Dataset, gbox: Any, sources: Sequence[StacSource],
             # the same facts as CF attributes, so xr.decode_cf decodes them (and
             # rioxarray's rio.nodata, which reads _FillValue first, stays the raw nodata)
             attrs.update(packing)
-            for key in ("_FillValue", "missing_value", "scale_factor", "add_offset"):
+            for key in cf.PACKING:
                 var.encoding.pop(key, None)
         var.attrs = attrs
         var.encoding["grid_mapping"] = "spatial_ref"

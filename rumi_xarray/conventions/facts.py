@@ -52,8 +52,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["COLUMNS", "VALUE_COLUMNS", "Facts", "declared_type", "gdal_decoded_type",
-           "nodata_sample"]
+__all__ = ["COLUMNS", "VALUE_COLUMNS", "Facts", "column_differences", "declared_type",
+           "gdal_decoded_type", "nodata_sample"]
 
 #: JSON and column names of the facts about sample values (all but the decoded type, which
 #: follows from them): what ``rumi-xarray info`` and ``convert`` print.
@@ -111,6 +111,27 @@ def _comparable(value: Any) -> Any:
     return "nan" if isinstance(value, float) and math.isnan(value) else value
 
 
+def column_differences(mine: Mapping[str, Any], theirs: Mapping[str, Any],
+                       keys: Sequence[str] = COLUMNS) -> list[str]:
+    """Return ``"<column> <mine> != <theirs>"`` for every column whose values differ.
+
+    Values compare as facts do (:class:`Facts` equality): NaN is the same as NaN.
+
+    Parameters
+    ----------
+    mine, theirs : mapping
+        Column name -> value (:meth:`Facts.to_columns`, and any other columns).
+    keys : sequence of str, default :data:`COLUMNS`
+        The columns compared, in this order.
+
+    Returns
+    -------
+    list of str
+    """
+    return [f"{k} {mine[k]!r} != {theirs[k]!r}" for k in keys
+            if _comparable(mine[k]) != _comparable(theirs[k])]
+
+
 def _missing(value: Any) -> bool:
     """Return whether a column value is a null (None, pandas NA, or a float NaN)."""
     if value is None or value is pd.NA:
@@ -160,22 +181,6 @@ class Facts:
 
     def _key(self) -> tuple[Any, ...]:
         return tuple(_comparable(getattr(self, f.name)) for f in fields(self))
-
-    def differences(self, other: Facts) -> list[str]:
-        """Return ``"<column> <mine> != <other's>"`` for every fact that differs.
-
-        Parameters
-        ----------
-        other : Facts
-
-        Returns
-        -------
-        list of str
-            In :data:`COLUMNS` order; NaN is the same fact as NaN.
-        """
-        mine, theirs = self.to_columns(), other.to_columns()
-        return [f"{k} {mine[k]!r} != {theirs[k]!r}" for k in COLUMNS
-                if _comparable(mine[k]) != _comparable(theirs[k])]
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Facts):

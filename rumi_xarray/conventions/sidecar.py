@@ -30,7 +30,7 @@ import pandas as pd
 
 from rumi_xarray import options
 from rumi_xarray.conventions.facts import COLUMNS as FACT_COLUMNS
-from rumi_xarray.conventions.facts import Facts
+from rumi_xarray.conventions.facts import Facts, column_differences
 from rumi_xarray.errors import RumiFormatError, user_stacklevel
 from rumi_xarray.sources.location import locate
 from rumi_xarray.sources.redact import redact, redact_text
@@ -151,9 +151,7 @@ class Sidecar:
         -------
         list of str
         """
-        georef = [f"{k} {getattr(self, k)!r} != {getattr(other, k)!r}" for k in GEOREF_FACTS
-                  if getattr(self, k) != getattr(other, k)]
-        return self.facts.differences(other.facts) + georef
+        return column_differences(self.to_columns(), other.to_columns(), COLUMNS)
 
 
 def _georef(content: Mapping[Any, Any] | pd.Series) -> tuple[str | None, str | None]:

@@ -494,6 +494,18 @@ def zones_table(two_zones, folder: Path) -> Path:
     return path
 
 
+@pytest.mark.parametrize("groupby", [None, "id"])
+def test_lookup_task_refuses_groupby_id_which_none_means_on_both_paths(two_zones, tmp_path,
+                                                                        groupby):
+    """groupby=None is "id" (every Item its own step) on both paths, as in odc-stac: the
+    task-time lookup, which groups by time only, refuses it rather than grouping by time."""
+    path = zones_table(two_zones, tmp_path)
+    with pytest.raises(rx.RumiCatalogError, match=r"got groupby='id'.*None"):
+        rx.open_stac(str(path), groupby=groupby, lookup="task", **ZONES_GRID)
+    with pytest.raises(TypeError, match="groupby must be a string or None"):
+        rx.open_stac(str(path), groupby=5, lookup="task", **ZONES_GRID)
+
+
 def test_open_stac_over_an_archive_of_two_zones_looks_items_up_per_chunk(two_zones, tmp_path,
                                                                          counted,
                                                                          monkeypatch):

@@ -26,7 +26,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import rumi_xarray as rx
-from rumi_xarray.conventions.facts import Facts
+from rumi_xarray.conventions.facts import Facts, column_differences
+from rumi_xarray.conventions.sidecar import Sidecar
 from rumi_xarray.write.to_rumi import write_array
 from tests.truth import strict_json
 
@@ -357,3 +358,13 @@ def test_catalog_index_compares_facts_by_meaning(tmp_path: Path) -> None:
     rx.catalog(paths[2:]).astype({"nodata": float}).to_parquet(folder / "c.parquet")
     with pytest.raises(rx.RumiCatalogError, match=r"d3\.rumi.*nodata -9999\.0 != None"):
         rx.open_catalog(folder, chunks={}, mask_and_scale=False).band_data.compute()
+
+
+def test_sidecar_differences_compare_as_facts_do_nan_being_nan() -> None:
+    # One rule for "the same fact": Facts' equality (NaN is NaN), used by the sidecar too.
+    a = Sidecar(Facts(nodata=math.nan, units="K"), crs_wkt="WKT")
+    assert a.differences(Sidecar(Facts(nodata=math.nan, units="K"), crs_wkt="WKT")) == []
+    assert a.differences(Sidecar(Facts(nodata=0, units="K"), crs_wkt="other")) == [
+        "nodata nan != 0", "crs_wkt 'WKT' != 'other'"]
+    assert column_differences({"scale_factor": 2.0}, {"scale_factor": None},
+                              ["scale_factor"]) == ["scale_factor 2.0 != None"]

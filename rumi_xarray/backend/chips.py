@@ -24,6 +24,7 @@ import xarray as xr
 
 from rumi_xarray.backend.array import RumiBackendArray
 from rumi_xarray.backend.wrappers import find_backend
+from rumi_xarray.conventions import cf
 from rumi_xarray.errors import RumiSelectionError, RumiUnsupportedError
 from rumi_xarray.model.chips import ChipBatch, as_starts, batch_chips
 from rumi_xarray.model.costs import Explanation
@@ -33,8 +34,6 @@ __all__ = ["ChipSource", "chip_source", "chips", "explain_chips", "read_chips"]
 
 #: Names of a chip's bounds, in rasterio's order.
 BOUNDS = ("minx", "miny", "maxx", "maxy")
-#: CF attributes a chip read applies (``mask_and_scale=True``) or fills with.
-_CF_KEYS = ("_FillValue", "missing_value", "scale_factor", "add_offset")
 
 
 @dataclass(frozen=True, eq=False)
@@ -297,11 +296,11 @@ def _check_whole_space(cube: Cube, pos: dict[str, np.ndarray]) -> None:
 
 def _source(cube: Cube, times: np.ndarray, bands: tuple[int, ...], names: tuple[str, ...],
             da: xr.DataArray, ds: xr.Dataset | xr.DataArray, name: str) -> ChipSource:
-    cf = {}
+    packing = {}
     for where in (da.attrs, da.encoding):
-        for k in _CF_KEYS:
-            if k in where and k not in cf:
-                cf[k] = where[k]
+        for k in cf.PACKING:
+            if k in where and k not in packing:
+                packing[k] = where[k]
     coords = ds.coords
     x = np.asarray(coords["x"].values) if "x" in coords and coords["x"].ndim == 1 else None
     y = np.asarray(coords["y"].values) if "y" in coords and coords["y"].ndim == 1 else None
@@ -316,7 +315,7 @@ def _source(cube: Cube, times: np.ndarray, bands: tuple[int, ...], names: tuple[
                    else np.arange(len(times)))
     return ChipSource(cube=cube, times=np.asarray(times, dtype=np.int64), bands=bands,
                       band_names=names, time_values=time_values, x=x, y=y,
-                      transform=transform, crs=crs, cf=cf, name=name)
+                      transform=transform, crs=crs, cf=packing, name=name)
 
 
 # --- reading ---------------------------------------------------------------------
@@ -462,7 +461,7 @@ def _decode(source: ChipSource, raw: np.ndarray, fill_value: Any) -> np.ndarray:
     """Mask and scale raw chips with xarray's CF decoder, as ``open_dataset`` does."""
     from xarray.conventions import decode_cf_variable
 
-    attrs = {k: v for k, v in source.cf.items() if k in _CF_KEYS}
+    attrs = {k: v for k, v in source.cf.items() if k in cf.PACKING}
     var = xr.Variable(("chip", "band", "y", "x"), raw, attrs=attrs)
     decoded = np.asarray(decode_cf_variable(source.name, var, mask_and_scale=True,
                                             decode_times=False).values)

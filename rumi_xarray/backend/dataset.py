@@ -19,7 +19,7 @@ import xarray as xr
 from xarray.core import indexing
 
 from rumi_xarray.backend.array import RumiBackendArray
-from rumi_xarray.conventions import crs_index, georef, netcdf
+from rumi_xarray.conventions import cf, crs_index, georef, netcdf
 from rumi_xarray.conventions.bands import BandCoords
 from rumi_xarray.conventions.time import time_coords, time_seconds
 from rumi_xarray.dask.chunks import preferred_chunks
@@ -113,9 +113,8 @@ def build(cube: Cube, labels: CubeLabels, *, band_as_variable: bool = False,
     if labels.georeferenced:
         attrs["AREA_OR_POINT"] = "Point" if labels.pixel_is_point else "Area"
     attrs.update({k: v for k, v in labels.cf.items() if not k.startswith("_")
-                  and k not in ("scale_factor", "add_offset")})
-    encoded_cf = {k: v for k, v in labels.cf.items()
-                  if k in ("_FillValue", "scale_factor", "add_offset", "missing_value")}
+                  and k not in cf.SCALING})
+    encoded_cf = {k: v for k, v in labels.cf.items() if k in cf.PACKING}
     header = cube.scenes[0].header
     variables: dict[Hashable, xr.Variable] = {}
     targets: list[int | None] = list(range(g.bands)) if band_as_variable else [None]

@@ -19,6 +19,7 @@ from rumi_xarray.cli.common import (
     tile_size_arg,
 )
 from rumi_xarray.conventions.bands import descriptions
+from rumi_xarray.conventions.facts import VALUE_COLUMNS
 from rumi_xarray.sources.location import locate
 
 #: File name extensions opened with rioxarray (GDAL).
@@ -272,8 +273,7 @@ def run(args: argparse.Namespace) -> int:
     decoded = int(np.prod(shape)) * int(meta.dtype.itemsize)
     size = os.path.getsize(args.destination)
     facts = read_sidecar(args.destination).facts.to_columns()
-    values = "".join(f", {k} {facts[k]}" for k in ("nodata", "scale_factor", "add_offset",
-                                                    "units") if facts[k] is not None)
+    values = "".join(f", {k} {facts[k]}" for k in VALUE_COLUMNS if facts[k] is not None)
     print(f"{args.destination}: {' x '.join(map(str, shape))} {meta.dtype.name}, "
           f"{meta.frames} frames, {human_size(size)} (ratio {decoded / size:.2f}), "
           f"{time.perf_counter() - started:.1f} s{values}")

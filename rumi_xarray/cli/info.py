@@ -49,6 +49,7 @@ def describe(source: str) -> dict[str, Any]:
     from rumi_xarray.backend import dataset
     from rumi_xarray.backend.open import open_scene
     from rumi_xarray.conventions import georef
+    from rumi_xarray.conventions.facts import VALUE_COLUMNS
     from rumi_xarray.conventions.sidecar import read_sidecar
     from rumi_xarray.model.cube import Cube
     from rumi_xarray.model.grid import Grid
@@ -86,7 +87,7 @@ def describe(source: str) -> dict[str, Any]:
         "crs_name": None if epsg is None else _crs_name(epsg),
         "transform": None if corner is None else list(corner),
         "pixel_is_point": bool(labels.pixel_is_point) and labels.georeferenced,
-        **{k: spelled.get(k) for k in ("nodata", "scale_factor", "add_offset", "units")},
+        **{k: spelled.get(k) for k in VALUE_COLUMNS},
         "frame_layout": str(meta.frame_layout),
         "index_order": list(meta.index_order),
         "tile": [int(v) for v in meta.tile],
@@ -137,6 +138,8 @@ def format_info(facts: dict[str, Any]) -> str:
     -------
     str
     """
+    from rumi_xarray.conventions.facts import VALUE_COLUMNS
+
     dims = ", ".join(f"{k}: {v}" for k, v in facts["dims"].items())
     lines = [facts["source"], f"  dimensions   {dims}  ({facts['dtype']})"]
     lines.append("  coordinates")
@@ -169,8 +172,7 @@ def format_info(facts: dict[str, Any]) -> str:
                  f"{human_size(facts['frame_bytes'])} of compressed frames, "
                  f"{human_size(facts['decoded_bytes'])} decoded")
     lines.append(f"  ratio        {facts['ratio']:.2f} (decoded / {denominator})")
-    known = {k: facts.get(k) for k in ("nodata", "scale_factor", "add_offset", "units")
-             if facts.get(k) is not None}
+    known = {k: facts.get(k) for k in VALUE_COLUMNS if facts.get(k) is not None}
     if known:
         lines.append("  values       " + ", ".join(f"{k} {v}" for k, v in known.items())
                      + "  (from the sidecar)")

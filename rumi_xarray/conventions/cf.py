@@ -31,8 +31,10 @@ from rumi_xarray.conventions.facts import Facts, declared_type, nodata_sample
 from rumi_xarray.conventions.sidecar import Prefetch, Sidecar, read_sidecar
 from rumi_xarray.errors import RumiFormatError, argument_error
 
-#: CF attributes that describe packing and masking.
-PACKING = ("_FillValue", "missing_value", "scale_factor", "add_offset")
+#: CF attributes that scale packed samples.
+SCALING = ("scale_factor", "add_offset")
+#: CF attributes that describe packing and masking (xarray's decoder moves them to encoding).
+PACKING = ("_FillValue", "missing_value", *SCALING)
 
 
 def source_facts(source: Any, *, sidecar: bool | str | os.PathLike[str] | None = None,

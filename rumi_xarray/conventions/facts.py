@@ -52,10 +52,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["COLUMNS", "Facts", "declared_type", "gdal_decoded_type", "nodata_sample"]
+__all__ = ["COLUMNS", "VALUE_COLUMNS", "Facts", "column_differences", "declared_type",
+           "gdal_decoded_type", "nodata_sample"]
 
+#: JSON and column names of the facts about sample values (all but the decoded type, which
+#: follows from them): what ``rumi-xarray info`` and ``convert`` print.
+VALUE_COLUMNS = ("nodata", "scale_factor", "add_offset", "units")
 #: JSON and catalog column names of the facts, in catalog column order.
-COLUMNS = ("nodata", "scale_factor", "add_offset", "units", "decoded_dtype")
+COLUMNS = (*VALUE_COLUMNS, "decoded_dtype")
 #: Field of :class:`Facts` under each JSON / column name.
 _FIELDS = {"nodata": "nodata", "scale_factor": "scale", "add_offset": "offset",
            "units": "units", "decoded_dtype": "decoded_dtype"}
@@ -100,6 +104,32 @@ def _number(value: Any, *, exact: bool = False) -> int | float:
     if isinstance(value, (int, float, np.integer, np.floating)):
         return float(value)
     raise ValueError(f"{value!r} is not a number")
+
+
+def _comparable(value: Any) -> Any:
+    """Return a fact's value as facts compare: NaN equal to NaN."""
+    return "nan" if isinstance(value, float) and math.isnan(value) else value
+
+
+def column_differences(mine: Mapping[str, Any], theirs: Mapping[str, Any],
+                       keys: Sequence[str] = COLUMNS) -> list[str]:
+    """Return ``"<column> <mine> != <theirs>"`` for every column whose values differ.
+
+    Values compare as facts do (:class:`Facts` equality): NaN is the same as NaN.
+
+    Parameters
+    ----------
+    mine, theirs : mapping
+        Column name -> value (:meth:`Facts.to_columns`, and any other columns).
+    keys : sequence of str, default :data:`COLUMNS`
+        The columns compared, in this order.
+
+    Returns
+    -------
+    list of str
+    """
+    return [f"{k} {mine[k]!r} != {theirs[k]!r}" for k in keys
+            if _comparable(mine[k]) != _comparable(theirs[k])]
 
 
 def _missing(value: Any) -> bool:
@@ -150,8 +180,7 @@ class Facts:
     # --- comparison -------------------------------------------------------------
 
     def _key(self) -> tuple[Any, ...]:
-        return tuple("nan" if isinstance(v, float) and math.isnan(v) else v
-                     for v in (getattr(self, f.name) for f in fields(self)))
+        return tuple(_comparable(getattr(self, f.name)) for f in fields(self))
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Facts):

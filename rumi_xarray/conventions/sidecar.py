@@ -18,7 +18,6 @@ A sidecar is strict JSON: ``{"format": "rumi-xarray-sidecar", "version": 1,
 from __future__ import annotations
 
 import json
-import math
 import os
 import secrets
 import warnings
@@ -31,7 +30,7 @@ import pandas as pd
 
 from rumi_xarray import options
 from rumi_xarray.conventions.facts import COLUMNS as FACT_COLUMNS
-from rumi_xarray.conventions.facts import Facts
+from rumi_xarray.conventions.facts import Facts, column_differences
 from rumi_xarray.errors import RumiFormatError, user_stacklevel
 from rumi_xarray.sources.location import locate
 from rumi_xarray.sources.redact import redact, redact_text
@@ -152,15 +151,7 @@ class Sidecar:
         -------
         list of str
         """
-        mine, theirs = self.to_columns(), other.to_columns()
-        return [f"{k} {mine[k]!r} != {theirs[k]!r}" for k in COLUMNS
-                if not _same(mine[k], theirs[k])]
-
-
-def _same(a: Any, b: Any) -> bool:
-    """Return whether two column values are the same fact (NaN is NaN)."""
-    return a == b or (isinstance(a, float) and isinstance(b, float)
-                      and math.isnan(a) and math.isnan(b))
+        return column_differences(self.to_columns(), other.to_columns(), COLUMNS)
 
 
 def _georef(content: Mapping[Any, Any] | pd.Series) -> tuple[str | None, str | None]:

@@ -302,19 +302,18 @@ def run_as(cube: Cube, call: Call, framework: str, pattern: str = "n t b y x") -
                    framework, frames=call.frames(cube), pattern=pattern)
 
 
-#: Frameworks librumi hands its arrays to -> (module, function) adopting a buffer
-#: through DLPack, as librumi itself does (``rumi.read(framework=...)``).
-_ADOPTERS = {"torch": ("torch", "from_dlpack"), "jax": ("jax.dlpack", "from_dlpack"),
-             "tensorflow": ("tensorflow.experimental.dlpack", "from_dlpack")}
-FRAMEWORKS = ("numpy", "dlpack", *_ADOPTERS)
+#: Frameworks librumi hands its arrays to (``rumi.read(framework=...)``).
+FRAMEWORKS = ("numpy", "dlpack", "torch", "jax", "tensorflow")
 
 
 def adopt(array: np.ndarray, framework: str) -> Any:
     """Hand a numpy buffer to ``framework`` through DLPack, without a copy.
 
     For batches assembled from several native calls (chips of several dates,
-    clipped chips): the framework the caller named is imported by name, as
-    librumi imports it for ``framework=``.
+    clipped chips), the counterpart of librumi's ``framework=`` (which has no
+    public function for a numpy buffer): the framework the caller named is
+    imported here, when asked for, and only here outside ``rumi_xarray.torch``
+    (``tests/test_architecture.py`` lists this module as its owner).
 
     Parameters
     ----------
@@ -327,13 +326,20 @@ def adopt(array: np.ndarray, framework: str) -> Any:
     """
     if framework in ("numpy", "dlpack"):
         return array
-    import importlib
+    if framework == "torch":
+        import torch
 
-    module, function = _ADOPTERS[framework]
-    convert = getattr(importlib.import_module(module), function)
+        return torch.from_dlpack(array)
+    if framework == "jax":
+        import jax.dlpack
+
+        return jax.dlpack.from_dlpack(array)
     if framework == "tensorflow":
-        return convert(array.__dlpack__())
-    return convert(array)
+        import tensorflow as tf
+
+        # TensorFlow's from_dlpack takes a capsule, not an object with __dlpack__
+        return tf.experimental.dlpack.from_dlpack(array.__dlpack__())
+    raise ValueError(f"framework must be one of {FRAMEWORKS}, got {framework!r}")
 
 
 def run(cube: Cube, call: Call, out: np.ndarray | None = None) -> np.ndarray:

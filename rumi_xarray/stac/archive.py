@@ -167,26 +167,22 @@ def time_groups(seconds: np.ndarray, groupby: str, gbox: Any
     seconds : numpy.ndarray
         Sorted POSIX seconds of every selected Item.
     groupby : {"time", "solar_day"}
+        As :func:`rumi_xarray.stac.plan.step_bounds` defines them for every load.
     gbox : odc.geo.geobox.GeoBox
-        The output grid (its centre longitude for ``"solar_day"``, as
-        :func:`rumi_xarray.stac.plan.time_groups` takes it).
+        The output grid (its centre longitude for ``"solar_day"``).
 
     Returns
     -------
     tuple of numpy.ndarray
         Times, lower and upper bounds (inclusive POSIX seconds).
     """
-    if groupby == "time":
-        unique = np.unique(seconds)
-        return unique, unique, unique
-    if groupby != "solar_day":
-        raise RumiCatalogError(f"lookup='task' groups by {GROUPBY}, got groupby={groupby!r}")
-    lon = gbox.extent.centroid.to_crs("epsg:4326").points[0][0]
-    offset = int(lon / 15) * 3600
-    days = (seconds + offset) // 86400
-    unique, first = np.unique(days, return_index=True)
-    lo = unique * 86400 - offset
-    return seconds[first], lo, lo + 86399
+    if groupby not in GROUPBY:
+        raise RumiCatalogError(
+            f"lookup='task' groups by {GROUPBY}, got groupby={groupby!r} ('id', which None "
+            f"also means, gives every Item its own time step: use lookup='open')")
+    lo, hi = stac_plan.step_bounds(seconds, groupby, gbox)
+    unique, first = np.unique(lo, return_index=True)
+    return seconds[first], unique, hi[first]
 
 
 def token(url: str, *parts: Any) -> str:

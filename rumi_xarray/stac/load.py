@@ -37,7 +37,7 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -54,8 +54,55 @@ from rumi_xarray.stac.parse import StacSource, catalog_table, parse_items
 from rumi_xarray.stac.parse import select_bands as _bands
 
 VARIABLE = "band_data"
-#: CF attributes that pack or mask samples (xarray's decoder moves them to encoding).
-_PACKING = ("_FillValue", "scale_factor", "add_offset")
+
+
+@dataclass(frozen=True)
+class LoadOptions:
+    """Every keyword of :func:`open_stac`, built once and handed to either path.
+
+    A new option of a STAC load is a field here (with its check in
+    ``__post_init__``), a keyword of :func:`open_stac`, and its use.
+    """
+
+    bands: str | Sequence[str] | None = None
+    crs: Any = None
+    resolution: Any = None
+    bbox: Sequence[float] | None = None
+    geobox: Any = None
+    like: Any = None
+    geopolygon: Any = None
+    anchor: Any = None
+    groupby: str | None = "time"
+    chunks: Any = None
+    resampling: str = "nearest"
+    band_as_variable: bool = True
+    nodata: float | None = None
+    mask_and_scale: bool = False
+    storage_options: dict[str, Any] | None = None
+    datetime: Any = None
+    query: Mapping[str, Any] | None = None
+    lookup: str = "open"
+
+    def __post_init__(self) -> None:
+        stac_plan.groupby_name(self.groupby)  # refuses a groupby of the wrong type, now
+        _check_resampling(self.resampling)
+        if self.lookup not in ("open", "task"):
+            raise RumiCatalogError(f"lookup= is 'open' or 'task', got {self.lookup!r}")
+
+    @property
+    def grouping(self) -> str:
+        """What ``groupby`` names on either path: None is ``"id"``, as in odc-stac."""
+        return stac_plan.groupby_name(self.groupby)
+
+    def output_geobox(self, sources: Sequence[StacSource]) -> Any:
+        """Return the output grid these options give for these sources."""
+        return grids.output_geobox(sources, crs=self.crs, resolution=self.resolution,
+                                   anchor=self.anchor, bbox=self.bbox, geobox=self.geobox,
+                                   like=self.like, geopolygon=self.geopolygon)
+
+    def fill_nodata(self, source: StacSource) -> float | None:
+        """Return the output's nodata: ``nodata=``, else the (first) source's."""
+        return source.nodata if self.nodata is None else float(self.nodata)
 
 
 def open_stac(items: Any, bands: str | Sequence[str] | None = None, *, crs: Any = None,
@@ -144,7 +191,8 @@ def open_stac(items: Any, bands: str | Sequence[str] | None = None, *, crs: Any 
     lookup : {"open", "task"}, default "open"
         ``"open"``: the Items are parsed and every output chunk planned at
         open. ``"task"`` (a stac-geoparquet file or folder, an explicit
-        output grid, ``groupby`` "time" or "solar_day"): opening reads only
+        output grid, ``groupby`` "time" or "solar_day", not "id" nor None,
+        which means "id"): opening reads only
         the selected Items' ``datetime`` column and one Item; each output
         chunk's task finds its Items through the table's ``bbox`` and
         ``datetime`` columns when it runs (``rumi_xarray.stac.archive``),
@@ -171,47 +219,47 @@ def open_stac(items: Any, bands: str | Sequence[str] | None = None, *, crs: Any 
         names the Item).
     """
     from rumi_xarray.stac.items import require_stac_extra
-    from rumi_xarray.stac.mosaic import _same_nodata
 
     require_stac_extra()
-    _check_resampling(resampling)
-    if lookup not in ("open", "task"):
-        raise RumiCatalogError(f"lookup= is 'open' or 'task', got {lookup!r}")
-    if lookup == "task":
-        return _open_archive(items, bands, crs=crs, resolution=resolution, bbox=bbox,
-                             geobox=geobox, like=like, geopolygon=geopolygon, anchor=anchor,
-                             groupby=groupby, chunks=chunks, resampling=resampling,
-                             band_as_variable=band_as_variable, nodata=nodata,
-                             mask_and_scale=mask_and_scale, storage_options=storage_options,
-                             datetime=datetime, query=query)
+    options = LoadOptions(
+        bands=bands, crs=crs, resolution=resolution, bbox=bbox, geobox=geobox, like=like,
+        geopolygon=geopolygon, anchor=anchor, groupby=groupby,
+        chunks=chunks, resampling=resampling, band_as_variable=band_as_variable,
+        nodata=nodata, mask_and_scale=mask_and_scale, storage_options=storage_options,
+        datetime=datetime, query=query, lookup=lookup)
+    if options.lookup == "task":
+        return _open_archive(items, options)
+    return _open_items(items, options)
+
+
+def _open_items(items: Any, o: LoadOptions) -> xr.Dataset:
+    """Open a load whose Items are parsed, and every output chunk planned, now."""
+    from rumi_xarray.stac.mosaic import _same_nodata
     from rumi_xarray.stac.parse import _is_arrow_table
 
-    search: dict[str, Any] = {"datetime": datetime, "query": query}
+    search: dict[str, Any] = {"datetime": o.datetime, "query": o.query}
     if isinstance(items, (str, os.PathLike)) or _is_arrow_table(items):
-        search["bbox"] = bbox
-    sources = parse_items(items, storage_options, search)
-    names, band_index = _bands(sources, bands)
-    gbox = grids.output_geobox(sources, crs=crs, resolution=resolution, anchor=anchor,
-                               bbox=bbox, geobox=geobox, like=like, geopolygon=geopolygon)
-    groups = stac_plan.time_groups(sources, groupby, gbox)
+        search["bbox"] = o.bbox
+    sources = parse_items(items, o.storage_options, search)
+    names, band_index = _bands(sources, o.bands)
+    gbox = o.output_geobox(sources)
+    groups = stac_plan.time_groups(sources, o.grouping, gbox)
     dtype = np.result_type(*[s.grid.dtype for s in sources])
-    fill_nodata = sources[0].nodata if nodata is None else float(nodata)
+    fill_nodata = o.fill_nodata(sources[0])
     window = None
     if (grids.shared_grid(sources) and all(len(g) == 1 for g in groups)
             and _same_nodata(sources[0].nodata, fill_nodata)):
         window = grids.native_window(sources[0], gbox)
-    packing = _packing(sources, dtype, fill_nodata, mask_and_scale)
+    packing = _packing(sources, dtype, fill_nodata, o.mask_and_scale)
     if window is not None:
         # The catalog cube decodes as open_dataset does (xarray's decoder, lazily).
-        ds = _open_shared(sources, groups, names, band_index[0], window, chunks,
-                          band_as_variable, mask_and_scale, storage_options)
+        ds = _open_shared(sources, groups, names, band_index[0], window, o)
     else:
-        ds = _open_warped(sources, groups, names, band_index, gbox, dtype, fill_nodata,
-                          chunks, resampling, band_as_variable, storage_options)
-        if mask_and_scale:
-            ds = _decoded(ds, packing, eager=chunks is None)
+        ds = _open_warped(sources, groups, names, band_index, gbox, dtype, fill_nodata, o)
+        if o.mask_and_scale:
+            ds = _decoded(ds, packing, eager=o.chunks is None)
     return _conform(ds, gbox, sources, groups, names, band_index, fill_nodata, packing,
-                    mask_and_scale)
+                    o.mask_and_scale)
 
 
 def _check_resampling(resampling: Any) -> None:
@@ -228,12 +276,7 @@ def _check_resampling(resampling: Any) -> None:
             f"of {sorted(r.name for r in Resampling)}") from None
 
 
-def _open_archive(items: Any, bands: str | Sequence[str] | None, *, crs: Any, resolution: Any,
-                  bbox: Sequence[float] | None, geobox: Any, like: Any, geopolygon: Any,
-                  anchor: Any, groupby: str | None, chunks: Any, resampling: str,
-                  band_as_variable: bool, nodata: float | None, mask_and_scale: bool,
-                  storage_options: dict[str, Any] | None, datetime: Any,
-                  query: Mapping[str, Any] | None) -> xr.Dataset:
+def _open_archive(items: Any, o: LoadOptions) -> xr.Dataset:
     """Open a load whose output chunks look their Items up in the table when they run."""
     from rumi_xarray.dask.chunks import stac_output_chunks
     from rumi_xarray.stac import archive
@@ -242,40 +285,39 @@ def _open_archive(items: Any, bands: str | Sequence[str] | None, *, crs: Any, re
     if not isinstance(items, (str, os.PathLike)):
         raise RumiCatalogError("lookup='task' reads a stac-geoparquet file or folder: pass "
                                "its path or URL")
-    if geobox is None and like is None and bbox is None and geopolygon is None:
+    if o.geobox is None and o.like is None and o.bbox is None and o.geopolygon is None:
         raise RumiCatalogError("lookup='task' needs the output grid's extent (bbox=, "
                                "geobox=, like= or geopolygon=): the Items are not read at "
                                "open to find it")
     url = os.fspath(items)
-    seconds, first = archive.open_columns(url, bbox=bbox, datetime=datetime, query=query,
-                                          storage_options=storage_options)
-    ref = archive.reference_source(first, storage_options)
-    names, band_index = _bands([ref], bands)
-    gbox = grids.output_geobox([ref], crs=crs, resolution=resolution, anchor=anchor,
-                               bbox=bbox, geobox=geobox, like=like, geopolygon=geopolygon)
-    times, lo, hi = archive.time_groups(seconds, "time" if groupby is None else groupby, gbox)
+    seconds, first = archive.open_columns(url, bbox=o.bbox, datetime=o.datetime,
+                                          query=o.query, storage_options=o.storage_options)
+    ref = archive.reference_source(first, o.storage_options)
+    names, band_index = _bands([ref], o.bands)
+    gbox = o.output_geobox([ref])
+    times, lo, hi = archive.time_groups(seconds, o.grouping, gbox)
     dtype = ref.grid.dtype
-    fill_nodata = ref.nodata if nodata is None else float(nodata)
+    fill_nodata = o.fill_nodata(ref)
     fill = _fill(dtype, fill_nodata)
     shape = (len(times), len(names), *gbox.shape.yx)
-    sizes = stac_output_chunks(chunks, shape, dtype.itemsize)
+    sizes = stac_output_chunks(o.chunks, shape, dtype.itemsize)
     token = archive.token(url, gbox.crs.to_wkt(), tuple(gbox.transform), tuple(gbox.shape),
-                          names, sizes, dtype.str, repr(fill), resampling, repr(datetime),
-                          repr(query), repr(bbox), groupby)
-    load = archive.TableLoad(url=url, storage_options=dict(storage_options or {}),
-                             query=None if query is None else dict(query),
+                          names, sizes, dtype.str, repr(fill), o.resampling, repr(o.datetime),
+                          repr(o.query), repr(o.bbox), o.grouping)
+    load = archive.TableLoad(url=url, storage_options=dict(o.storage_options or {}),
+                             query=None if o.query is None else dict(o.query),
                              bands=tuple(names), geobox=gbox, chunks=sizes, group_lo=lo,
                              group_hi=hi, dtype=np.dtype(dtype), fill=fill,
-                             resampling=resampling, token=token)
-    ds = _variables(load_array(load), names, band_as_variable)
-    if chunks is None:
+                             resampling=o.resampling, token=token)
+    ds = _variables(load_array(load), names, o.band_as_variable)
+    if o.chunks is None:
         ds = ds.load()
-    packing = _packing([ref], dtype, fill_nodata, mask_and_scale)
-    if mask_and_scale:
-        ds = _decoded(ds, packing, eager=chunks is None)
+    packing = _packing([ref], dtype, fill_nodata, o.mask_and_scale)
+    if o.mask_and_scale:
+        ds = _decoded(ds, packing, eager=o.chunks is None)
     groups = [(stac_plan.Unit(0, 0, int(t)),) for t in times]
     return _conform(ds, gbox, [ref], groups, names, band_index, fill_nodata, packing,
-                    mask_and_scale)
+                    o.mask_and_scale)
 
 
 def _variables(data: Any, names: list[str], band_as_variable: bool) -> xr.Dataset:
@@ -327,7 +369,7 @@ def _decoded(ds: xr.Dataset, packing: Mapping[str, Any], *, eager: bool) -> xr.D
     """Mask and scale raw samples with xarray's decoder, as open_dataset does."""
     from xarray.conventions import decode_cf_variable
 
-    attrs = {k: v for k, v in packing.items() if k in _PACKING}
+    attrs = {k: v for k, v in packing.items() if k in cf.PACKING}
     if not attrs:
         return ds
     out = ds.copy()
@@ -344,13 +386,13 @@ def _decoded(ds: xr.Dataset, packing: Mapping[str, Any], *, eager: bool) -> xr.D
 
 def _open_shared(sources: Sequence[StacSource], groups: Sequence[Sequence[stac_plan.Unit]],
                  names: list[str], bands: tuple[int, ...], window: tuple[slice, slice],
-                 chunks: Any, band_as_variable: bool, mask_and_scale: bool,
-                 storage_options: dict[str, Any] | None) -> xr.Dataset:
+                 o: LoadOptions) -> xr.Dataset:
     """Open the catalog cube of sources on one grid, in the groups' time order."""
     from rumi_xarray.catalogs.cube import open_catalog
 
-    ds = open_catalog(catalog_table(sources), chunks=chunks, band_as_variable=band_as_variable,
-                      mask_and_scale=mask_and_scale, storage_options=storage_options)
+    band_as_variable = o.band_as_variable
+    ds = open_catalog(catalog_table(sources), chunks=o.chunks, band_as_variable=band_as_variable,
+                      mask_and_scale=o.mask_and_scale, storage_options=o.storage_options)
     # open_catalog orders scenes by time, then path; the groups may order them otherwise.
     order = sorted(range(len(sources)),
                    key=lambda i: (tuple(sources[i].seconds), sources[i].href, i))
@@ -372,9 +414,7 @@ def _open_shared(sources: Sequence[StacSource], groups: Sequence[Sequence[stac_p
 
 def _open_warped(sources: Sequence[StacSource], groups: Sequence[Sequence[stac_plan.Unit]],
                  names: list[str], band_index: list[tuple[int, ...]], gbox: Any,
-                 dtype: np.dtype, nodata: float | None, chunks: Any, resampling: str,
-                 band_as_variable: bool, storage_options: dict[str, Any] | None
-                 ) -> xr.Dataset:
+                 dtype: np.dtype, nodata: float | None, o: LoadOptions) -> xr.Dataset:
     """Build the reprojecting load: one dask task per output chunk."""
     from rumi_xarray.dask.chunks import stac_output_chunks
     from rumi_xarray.sources import resolve
@@ -382,20 +422,20 @@ def _open_warped(sources: Sequence[StacSource], groups: Sequence[Sequence[stac_p
 
     fill = _fill(dtype, nodata)
     shape = (len(groups), len(names), *gbox.shape.yx)
-    sizes = stac_output_chunks(chunks, shape, dtype.itemsize)
-    scenes = tuple(Scene(resolve.resolve(s.href, storage_options=storage_options), s.header,
+    sizes = stac_output_chunks(o.chunks, shape, dtype.itemsize)
+    scenes = tuple(Scene(resolve.resolve(s.href, storage_options=o.storage_options), s.header,
                          s.position) for s in sources)
     token = stac_plan.load_token(sources, gbox.crs.to_wkt(), tuple(gbox.transform),
                                  tuple(gbox.shape), band_index, groups, sizes, dtype.str,
-                                 repr(fill), resampling)
+                                 repr(fill), o.resampling)
     plan = stac_plan.LoadPlan(sources=tuple(sources), scenes=scenes,
                               band_index=tuple(band_index), geobox=gbox,
                               groups=tuple(tuple(g) for g in groups), chunks=sizes,
                               bins=stac_plan.bins(sources, gbox, sizes),
-                              dtype=np.dtype(dtype), fill=fill, resampling=resampling,
+                              dtype=np.dtype(dtype), fill=fill, resampling=o.resampling,
                               token=token)
-    ds = _variables(load_array(plan), names, band_as_variable)
-    if chunks is None:
+    ds = _variables(load_array(plan), names, o.band_as_variable)
+    if o.chunks is None:
         ds = ds.load()
     return ds
 
@@ -455,7 +495,7 @@ def _conform(ds: xr.Dataset, gbox: Any, sources: Sequence[StacSource],
             # the same facts as CF attributes, so xr.decode_cf decodes them (and
             # rioxarray's rio.nodata, which reads _FillValue first, stays the raw nodata)
             attrs.update(packing)
-            for key in ("_FillValue", "missing_value", "scale_factor", "add_offset"):
+            for key in cf.PACKING:
                 var.encoding.pop(key, None)
         var.attrs = attrs
         var.encoding["grid_mapping"] = "spatial_ref"

@@ -23,7 +23,6 @@ Pure planning, no I/O: what each output chunk reads and how it is assembled.
 from __future__ import annotations
 
 import abc
-import datetime as dt
 import hashlib
 from collections import defaultdict
 from collections.abc import Hashable, Mapping, Sequence
@@ -198,6 +197,55 @@ class BlockPlan:
 # --- at open -----------------------------------------------------------------------
 
 
+def groupby_name(groupby: Any) -> str:
+    """Return what ``groupby`` names, None being ``"id"`` (every unit alone), as in odc-stac.
+
+    Raises
+    ------
+    TypeError
+        ``groupby`` is neither a string nor None.
+    """
+    if groupby is None:
+        return "id"
+    if not isinstance(groupby, str):
+        raise TypeError(f"groupby must be a string or None, got {type(groupby).__name__}")
+    return groupby
+
+
+def step_bounds(seconds: np.ndarray, groupby: str, gbox: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Return, per time, the inclusive bounds of the output time step it falls in.
+
+    The one definition of the time-based ``groupby`` values, shared by a load
+    planned at open (:func:`time_groups`) and one whose tasks look their Items
+    up (:func:`rumi_xarray.stac.archive.time_groups`).
+
+    Parameters
+    ----------
+    seconds : numpy.ndarray
+        POSIX seconds (integers).
+    groupby : {"time", "solar_day"}
+        ``"time"``: the time itself; ``"solar_day"``: the local solar day at
+        the longitude of the output grid's centre (UTC shifted by whole
+        hours, longitude / 15, as odc-stac shifts it).
+    gbox : odc.geo.geobox.GeoBox
+        The output grid (its centre longitude, for ``"solar_day"``).
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        Lower and upper bounds (POSIX seconds); times in one step share them.
+    """
+    seconds = np.asarray(seconds, dtype=np.int64)
+    if groupby == "time":
+        return seconds, seconds
+    if groupby != "solar_day":
+        raise ValueError(f"groupby {groupby!r} is not a time-based grouping")
+    lon = gbox.extent.centroid.to_crs("epsg:4326").points[0][0]
+    offset = int(lon / 15) * 3600
+    lo = (seconds + offset) // 86400 * 86400 - offset
+    return lo, lo + 86399
+
+
 def time_groups(sources: Sequence[StacSource], groupby: Any, gbox: Any
                 ) -> tuple[tuple[Unit, ...], ...]:
     """Group the units of every source into output time steps.
@@ -206,11 +254,9 @@ def time_groups(sources: Sequence[StacSource], groupby: Any, gbox: Any
     ----------
     sources : sequence of StacSource
     groupby : {"time", "solar_day", "id"}, None or str
-        ``"time"``: identical timestamps; ``"solar_day"``: the same local
-        solar date at the longitude of the output grid's centre (UTC
-        shifted by whole hours, longitude / 15); ``"id"`` or None: every
-        unit alone, in input order; any other string: the value of that Item
-        property.
+        ``"time"`` or ``"solar_day"``: the same step (:func:`step_bounds`);
+        ``"id"`` or None: every unit alone, in input order; any other
+        string: the value of that Item property.
     gbox : odc.geo.geobox.GeoBox
         The output grid (its centre longitude, for ``"solar_day"``).
 
@@ -219,23 +265,19 @@ def time_groups(sources: Sequence[StacSource], groupby: Any, gbox: Any
     tuple of tuple of Unit
         Output time steps in order; units within one in mosaicking order.
     """
-    if groupby is None:
-        groupby = "id"
-    if not isinstance(groupby, str):
-        raise TypeError(f"groupby must be a string or None, got {type(groupby).__name__}")
-    offset = 0
-    if groupby == "solar_day":
-        lon = gbox.extent.centroid.to_crs("epsg:4326").points[0][0]
-        offset = int(lon / 15) * 3600
+    groupby = groupby_name(groupby)
     units = [(s, Unit(i, step, int(sec))) for i, s in enumerate(sources)
              for step, sec in enumerate(s.seconds)]
+    steps: dict[int, int] = {}
+    if groupby in ("time", "solar_day"):
+        seconds = np.array([u.seconds for _, u in units], dtype=np.int64)
+        steps = {u.seconds: int(lo) for (_, u), lo
+                 in zip(units, step_bounds(seconds, groupby, gbox)[0], strict=True)}
 
     def key(entry: tuple[StacSource, Unit]) -> Hashable:
         s, u = entry
-        if groupby == "time":
-            return u.seconds
-        if groupby == "solar_day":
-            return dt.datetime.fromtimestamp(u.seconds + offset, tz=dt.UTC).date()
+        if groupby in ("time", "solar_day"):
+            return steps[u.seconds]
         if groupby == "id":
             return (s.position, u.step)
         value = s.properties.get(groupby)

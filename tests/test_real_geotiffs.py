@@ -164,7 +164,11 @@ def test_dask_pad_box_and_reproject_fill_nan_as_rioxarray(files: dict[str, Sampl
     ours_4326 = ours.load().rio.reproject("EPSG:4326")
     theirs_4326 = theirs.load().rio.reproject("EPSG:4326")
     np.testing.assert_array_equal(ours_4326.values, theirs_4326.values)
-    assert np.isnan(ours_4326.values).any()
+    # What rioxarray fills with outside the footprint depends on its version: NaN (a
+    # masked float's nodata) in the lock's 0.19, float32's maximum at the floor, 0.15.
+    # Ours is rioxarray's fill either way (compared above).
+    if tuple(int(part) for part in rioxarray.__version__.split(".")[:2]) >= (0, 19):
+        assert np.isnan(ours_4326.values).any()
 
 
 def test_bands_are_rioxarray_integers_on_every_path(written: dict[tuple[str, str], Path]

@@ -19,6 +19,7 @@ from rumi_xarray.model.cube import Cube, Scene
 from rumi_xarray.model.grid import Grid
 from rumi_xarray.native import reads
 from rumi_xarray.sources import resolve
+from rumi_xarray.sources.location import locate
 
 
 def open_scene(filename_or_obj: Any, *, header: bytes | None = None,
@@ -147,4 +148,10 @@ def open_dataset(filename_or_obj: Any, *, chunks: Any = None, **kwargs: Any) -> 
     -------
     xarray.Dataset
     """
+    if isinstance(filename_or_obj, str):
+        # A GDAL virtual path is opened as the URL it names: xarray before 2026.7 stats
+        # any path it does not know as a URL when it chunks (pydata/xarray#11392).
+        where = locate(filename_or_obj)
+        if where.url and where.target:
+            filename_or_obj = where.target
     return xr.open_dataset(filename_or_obj, engine="rumi", chunks=chunks, **kwargs)

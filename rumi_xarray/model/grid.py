@@ -115,9 +115,12 @@ class Grid:
         return ((n_times if "t" in self.index_order else 1)
                 * (n_bands if "b" in self.index_order else 1))
 
-    def same_layout(self, other: Grid) -> bool:
-        """Return whether two scenes can share one ``read_many`` plan."""
+    @property
+    def layout_key(self) -> tuple[Any, ...]:
+        """What scenes must share to be read by one ``read_many`` call (hashable)."""
         return (self.time_count, self.bands, self.tile_height, self.tile_width,
-                self.frame_layout, self.index_order, self.dtype) == (
-            other.time_count, other.bands, other.tile_height, other.tile_width,
-                other.frame_layout, other.index_order, other.dtype)
+                self.frame_layout, self.index_order, self.dtype.str)
+
+    def same_layout(self, other: Grid) -> bool:
+        """Return whether two scenes can be read by one ``read_many`` call."""
+        return self.layout_key == other.layout_key

@@ -445,11 +445,6 @@ class _Window:
         return r0, c0, r1 - r0, c1 - c0
 
 
-def _layout_key(grid: Grid) -> tuple[Any, ...]:
-    return (grid.time_count, grid.bands, grid.tile_height, grid.tile_width, grid.frame_layout,
-            grid.index_order, grid.dtype.str)
-
-
 def _calls(plan: LoadPlan, windows: list[_Window]
            ) -> tuple[list[PlannedRead], dict[int, tuple[int, int, int, int]]]:
     """Return the native calls reading ``windows``, and where each source lands.
@@ -459,7 +454,7 @@ def _calls(plan: LoadPlan, windows: list[_Window]
     """
     groups: dict[tuple[Any, ...], list[_Window]] = defaultdict(list)
     for win in windows:
-        groups[(_layout_key(win.grid), win.steps, win.bands)].append(win)
+        groups[(win.grid.layout_key, win.steps, win.bands)].append(win)
     reads: list[PlannedRead] = []
     where: dict[int, tuple[int, int, int, int]] = {}
     for (_, steps, bands), members in groups.items():

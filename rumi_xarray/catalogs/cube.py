@@ -24,7 +24,7 @@ from rumi_xarray.backend import (
     dataset,
 )
 from rumi_xarray.catalogs.index import GRIDS_HINT, epsg_label
-from rumi_xarray.catalogs.table import COLUMNS, catalog
+from rumi_xarray.catalogs.table import COLUMNS, catalog, cell, cell_list
 from rumi_xarray.conventions import cf, georef
 from rumi_xarray.conventions.sidecar import Sidecar
 from rumi_xarray.errors import (
@@ -70,20 +70,6 @@ def _reading_table(name: str) -> Iterator[None]:
             f"{redact_text(' '.join(str(exc).split()))})") from exc
 
 
-def _as_list(value: Any) -> list[Any] | None:
-    if value is None or (isinstance(value, float) and np.isnan(value)):
-        return None
-    return list(value)
-
-
-def _nullable(value: Any) -> Any:
-    if value is None or (isinstance(value, float) and np.isnan(value)):
-        return None
-    if value is pd.NA:
-        return None
-    return int(value) if isinstance(value, (int, np.integer, float)) else value
-
-
 def _check(rows: pd.DataFrame, grids: list[Grid]) -> None:
     """Raise naming the first row that cannot join the cube of the reference row."""
     ref = rows.iloc[0]
@@ -100,11 +86,11 @@ def _check(rows: pd.DataFrame, grids: list[Grid]) -> None:
                 f"{g.bands}, dtype {g.dtype}, T {g.time_count}) differs from row {ref_row} "
                 f"(tile {g0.tile_height}, layout {g0.frame_layout!r}, bands {g0.bands}, "
                 f"dtype {g0.dtype}, T {g0.time_count})")
-        if _as_list(row["bands"]) != _as_list(ref["bands"]):
-            problems.append(f"bands {_as_list(row['bands'])} != {_as_list(ref['bands'])}")
-        if _as_list(row.get("transform")) != _as_list(ref.get("transform")):
+        if cell_list(row["bands"]) != cell_list(ref["bands"]):
+            problems.append(f"bands {cell_list(row['bands'])} != {cell_list(ref['bands'])}")
+        if cell_list(row.get("transform")) != cell_list(ref.get("transform")):
             problems.append("transform differs")
-        if _nullable(row.get("crs")) != _nullable(ref.get("crs")):
+        if cell(row.get("crs")) != cell(ref.get("crs")):
             problems.append(f"CRS {epsg_label(row.get('crs'))} != "
                             f"{epsg_label(ref.get('crs'))}")
         problems += Sidecar.from_columns(row, g.dtype).differences(
@@ -391,8 +377,8 @@ def open_catalog_grids(table: pd.DataFrame | str | os.PathLike[str], **kwargs: A
                                    f"header: {exc}") from exc
         keys.append(repr((g.height, g.width, g.time_count, g.bands, g.tile_height,
                           g.frame_layout, g.index_order, str(g.dtype),
-                          _as_list(row.get("transform")), _nullable(row.get("crs")),
-                          _as_list(row.get("bands")))))
+                          cell_list(row.get("transform")), cell(row.get("crs")),
+                          cell_list(row.get("bands")))))
     groups = pd.Series(keys).groupby(keys, sort=False).groups
     return [open_catalog(rows.iloc[list(index)], **kwargs) for index in groups.values()]
 
@@ -417,7 +403,7 @@ def _extra_coords(rows: pd.DataFrame, steps: list[int]) -> dict[str, Any]:
 
 def _labels(rows: pd.DataFrame, grid: Grid) -> dataset.CubeLabels:
     seconds = np.concatenate([np.asarray(s, dtype=np.int64) for s in rows["time_seconds"]])
-    bounds_col = ([_as_list(b) for b in rows["time_bounds"]] if "time_bounds" in rows
+    bounds_col = ([cell_list(b) for b in rows["time_bounds"]] if "time_bounds" in rows
                   else [None] * len(rows))
     bounds = None
     if all(b is not None for b in bounds_col):
@@ -426,18 +412,18 @@ def _labels(rows: pd.DataFrame, grid: Grid) -> dataset.CubeLabels:
     elif any(b is not None for b in bounds_col):
         raise RumiCatalogError("the catalog mixes scenes with instants and with intervals")
     ref = rows.iloc[0]
-    transform = _as_list(ref.get("transform"))
-    pip = _nullable(ref.get("pixel_is_point"))
+    transform = cell_list(ref.get("transform"))
+    pip = cell(ref.get("pixel_is_point"))
     found = Sidecar.from_columns(ref, grid.dtype)
     where = f"catalog row {ref['_row']}"
     attrs = cf.cf_attributes(found.facts, grid.dtype, where)
-    crs = _nullable(ref.get("crs"))
+    crs = cell(ref.get("crs"))
     grid_transform, grid_crs, point = georef.with_sidecar(
         None if transform is None else tuple(float(v) for v in transform),
         None if crs is None else int(crs), None if pip is None else bool(pip),
         found.georef(), where)
     return dataset.CubeLabels(
-        bands=tuple(_as_list(ref["bands"]) or ()), seconds=seconds, bounds=bounds,
+        bands=tuple(cell_list(ref["bands"]) or ()), seconds=seconds, bounds=bounds,
         transform=grid_transform, crs=grid_crs, pixel_is_point=point, cf=attrs)
 
 

@@ -11,12 +11,14 @@ It round-trips through Parquet losslessly.
 from __future__ import annotations
 
 import errno
+import math
 import os
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import unquote
 
+import numpy as np
 import pandas as pd
 
 from rumi_xarray import options
@@ -85,6 +87,39 @@ def _glob(pattern: str, storage_options: dict[str, Any] | None) -> list[str]:
     if protocol in ("file", "local"):
         return [os.path.abspath(p) for p in found]
     return [fs.unstrip_protocol(p) for p in found]
+
+
+def cell(value: Any) -> Any:
+    """Return one cell of a catalog table as a plain Python value (None for a null).
+
+    A null is ``None``, ``pd.NA`` or a float NaN (how pandas and Parquet spell a
+    missing number); numpy scalars become Python numbers.
+
+    Parameters
+    ----------
+    value : object
+
+    Returns
+    -------
+    object
+    """
+    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def cell_list(value: Any) -> list[Any] | None:
+    """Return a list cell of a catalog table (bands, transform, times) as a list, or None.
+
+    Parameters
+    ----------
+    value : object
+
+    Returns
+    -------
+    list or None
+    """
+    return None if cell(value) is None else list(value)
 
 
 def catalog_row(path: Any, header: bytes, grid: Grid, seconds: Sequence[int],

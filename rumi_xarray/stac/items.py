@@ -59,9 +59,9 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
+from rumi_xarray.catalogs.table import cell, cell_list
 from rumi_xarray.conventions.bands import BandCoords, first_repeat
 from rumi_xarray.conventions.facts import Facts
 from rumi_xarray.conventions.georef import (
@@ -231,11 +231,11 @@ def item_from_row(row: Mapping[Any, Any], item_id: str, *, row_number: int | Non
         properties[TIMES_FIELD] = (
             [_iso(t) for t in times] if bounds is None
             else [[_iso(a), _iso(b)] for a, b in bounds])
-    transform = _list(row.get("transform"))
-    crs = _nullable(row.get("crs"))
-    point = bool(_nullable(row.get("pixel_is_point")) or False)
-    crs_wkt = _nullable(row.get("crs_wkt"))
-    geotransform = _nullable(row.get("geotransform"))
+    transform = cell_list(row.get("transform"))
+    crs = cell(row.get("crs"))
+    point = bool(cell(row.get("pixel_is_point")) or False)
+    crs_wkt = cell(row.get("crs_wkt"))
+    geotransform = cell(row.get("geotransform"))
     if transform is None and isinstance(crs_wkt, str) and isinstance(geotransform, str):
         # A CRS without EPSG code: the grid is in the sidecar (catalog columns).
         transform = list(shift_half_pixel(parse_geotransform(geotransform, where), +1.0)
@@ -264,7 +264,7 @@ def item_from_row(row: Mapping[Any, Any], item_id: str, *, row_number: int | Non
             code=fields["proj:code"], wkt2=fields.get("proj:wkt2"),
             projjson=fields.get("proj:projjson"), transform=[float(v) for v in corner],
             shape=[grid.height, grid.width], bbox=[float(v) for v in gbox.boundingbox])
-    texts = [str(t) for t in (_list(row["bands"]) or [])]
+    texts = [str(t) for t in (cell_list(row["bands"]) or [])]
     if len(texts) != grid.bands:
         raise RumiCatalogError(f"{where}: {len(texts)} band texts for {grid.bands} bands in "
                                f"the header")
@@ -284,8 +284,8 @@ def item_from_row(row: Mapping[Any, Any], item_id: str, *, row_number: int | Non
 
 
 def _times(row: Mapping[Any, Any], where: str) -> tuple[list[int], list[tuple[int, int]] | None]:
-    seconds = [int(s) for s in (_list(row["time_seconds"]) or [])]
-    flat = _list(row.get("time_bounds"))
+    seconds = [int(s) for s in (cell_list(row["time_seconds"]) or [])]
+    flat = cell_list(row.get("time_bounds"))
     if flat is None:
         return seconds, None
     if len(flat) != 2 * len(seconds):
@@ -323,17 +323,3 @@ def _footprint(transform: list[float], crs: str, point: bool, height: int, width
     return shape.json, [float(v) for v in shape.boundingbox], gbox
 
 
-def _list(value: Any) -> list[Any] | None:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return None
-    return list(value)
-
-
-def _nullable(value: Any) -> Any:
-    if value is None or value is pd.NA:
-        return None
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    if isinstance(value, np.generic):
-        return value.item()
-    return value

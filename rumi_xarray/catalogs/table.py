@@ -11,7 +11,6 @@ It round-trips through Parquet losslessly.
 from __future__ import annotations
 
 import errno
-import math
 import os
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -23,6 +22,7 @@ import pandas as pd
 
 from rumi_xarray import options
 from rumi_xarray.conventions import sidecar as sidecars
+from rumi_xarray.conventions.facts import is_null
 from rumi_xarray.conventions.sidecar import Sidecar
 from rumi_xarray.conventions.time import time_seconds
 from rumi_xarray.errors import RumiCatalogError, RumiFileNotFoundError, os_error
@@ -103,7 +103,7 @@ def cell(value: Any) -> Any:
     -------
     object
     """
-    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+    if is_null(value):
         return None
     return value.item() if isinstance(value, np.generic) else value
 

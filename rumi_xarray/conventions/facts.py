@@ -52,8 +52,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["COLUMNS", "VALUE_COLUMNS", "Facts", "column_differences", "declared_type",
-           "gdal_decoded_type", "nodata_sample"]
+__all__ = [
+    "COLUMNS",
+    "VALUE_COLUMNS",
+    "Facts",
+    "column_differences",
+    "declared_type",
+    "gdal_decoded_type",
+    "is_null",
+    "nodata_sample",
+]
 
 #: JSON and column names of the facts about sample values (all but the decoded type, which
 #: follows from them): what ``rumi-xarray info`` and ``convert`` print.
@@ -132,8 +140,17 @@ def column_differences(mine: Mapping[str, Any], theirs: Mapping[str, Any],
             if _comparable(mine[k]) != _comparable(theirs[k])]
 
 
-def _missing(value: Any) -> bool:
-    """Return whether a column value is a null (None, pandas NA, or a float NaN)."""
+def is_null(value: Any) -> bool:
+    """Return whether a table cell is a null: None, pandas NA, or a float NaN.
+
+    Parameters
+    ----------
+    value : object
+
+    Returns
+    -------
+    bool
+    """
     if value is None or value is pd.NA:
         return True
     return isinstance(value, (float, np.floating)) and math.isnan(value)
@@ -286,7 +303,7 @@ class Facts:
                 if np.dtype(dtype).kind in "fc":
                     given[name] = value
                 continue
-            if not _missing(value):
+            if not is_null(value):
                 given[name] = value
         return cls(**given)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 
@@ -11,6 +12,7 @@ import xarray as xr
 
 import rumi_xarray as rx
 from rumi_xarray.write.to_rumi import write_array
+from tests.servers import S3_ENV_TO_UNSET
 from tests.test_indexing_property import assert_outer_selections
 from tests.truth import read
 
@@ -136,3 +138,57 @@ def test_prefetched_sidecar_warnings_appear_at_the_users_line(remote_dir):
     assert len(found) == 1 and len(side) >= 1
     assert "_FillValue" not in ds.band_data.encoding
     assert found[0].filename == __file__, found[0].filename
+
+
+# --- storage_options for URLs librumi reads itself: honoured through fsspec, never dropped ---
+
+
+@pytest.fixture
+def s3_env_cleared(s3_server_session, monkeypatch):
+    """No AWS_* variable at all: only storage_options can reach the test server."""
+    for name in (*S3_ENV_TO_UNSET, *s3_server_session.env):
+        monkeypatch.delenv(name, raising=False)
+    # botocore would otherwise probe the link-local metadata service for credentials
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    s3_server_session.reset()
+    return s3_server_session
+
+
+def test_s3_storage_options_alone_reach_the_server(s3_env_cleared, remote_dir):
+    url = "s3://rumi-test/b.rumi"
+    options = {**s3_env_cleared.storage_options, "skip_instance_cache": True}
+    expected = read(remote_dir / "b.rumi")
+    eager = xr.open_dataset(url, engine="rumi", storage_options=options).band_data
+    np.testing.assert_array_equal(eager.values, expected)
+    lazy = rx.open_dataset(url, chunks={}, storage_options=options).band_data
+    np.testing.assert_array_equal(lazy.values, expected)
+    assert any(r.path.endswith("/b.rumi") and r.status == 206
+               for r in s3_env_cleared.requests())
+
+
+def test_s3_storage_options_win_over_the_environment(s3_server, remote_dir, monkeypatch):
+    # The environment names a closed port and a wrong key pair: librumi's transport would
+    # fail with it; the keyword's endpoint and keys are the ones used.
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:9")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "wrong")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wrong")
+    options = {**s3_server.storage_options, "skip_instance_cache": True}
+    got = xr.open_dataset("s3://rumi-test/a.rumi", engine="rumi", storage_options=options)
+    np.testing.assert_array_equal(got.band_data.values, read(remote_dir / "a.rumi"))
+
+
+def test_s3_storage_options_a_key_s3fs_does_not_take_is_refused(s3_server):
+    options = {**s3_server.storage_options, "region": "eu-west-1"}
+    with pytest.raises(rx.RumiArgumentError, match=r"s3://rumi-test/a.rumi: storage_options "
+                       r"key 'region' .*client_kwargs=\{'region_name'") as caught:
+        xr.open_dataset("s3://rumi-test/a.rumi", engine="rumi", storage_options=options)
+    assert caught.value.keyword == "storage_options"
+    assert s3_server.secret_key not in str(caught.value)  # values are never echoed
+
+
+def test_storage_options_for_a_scheme_whose_fsspec_package_is_missing_are_refused():
+    if importlib.util.find_spec("gcsfs") is not None:
+        pytest.skip("gcsfs is installed: gs:// storage_options are honoured")
+    with pytest.raises(rx.RumiArgumentError, match=r"gs://b/x.rumi: storage_options.*gcsfs"):
+        xr.open_dataset("gs://b/x.rumi", engine="rumi", storage_options={"token": "anon"})

@@ -15,7 +15,7 @@ STAMP_CORE := $(VENV)/.installed-core
 LOCK := requirements/lock.txt
 PIP_INSTALL := $(PY) -m pip install --progress-bar on --no-compile -c $(LOCK)
 
-.PHONY: demo test test-min bench fuzz lint env clean lock docs
+.PHONY: demo test test-min bench fuzz lint env clean lock docs dist
 
 $(STAMP_CORE): pyproject.toml $(LOCK)
 	@echo "==> [setup 1/3] creating the virtual environment $(VENV) with $(PYTHON)"
@@ -49,6 +49,15 @@ docs: $(STAMP_DOCS)
 	$(PY) -m sphinx -W --keep-going -n -b html docs $(DOCS_HTML)
 	@echo "==> [docs 2/2] checking the built pages"
 	$(PY) tools/check_docs.py $(if $(DOCS_SCREENSHOTS),--screenshots $(DOCS_SCREENSHOTS)) $(DOCS_HTML)
+
+# The release files in dist/: the sdist and the wheel, built in an isolated environment as
+# pip would build them, then checked as PyPI checks them (metadata, the README renders).
+dist: $(STAMP)
+	@echo "==> [dist 1/2] building the sdist and the wheel into dist/"
+	rm -rf dist
+	$(PY) -m build --outdir dist .
+	@echo "==> [dist 2/2] checking them with twine"
+	$(PY) -m twine check --strict dist/*
 
 # Rewrite the lock after a change of pyproject.toml's requirements (or requirements/pins.in)
 # with uv, in a venv of its own; tests/test_lock.py fails while the lock is stale.
@@ -129,5 +138,5 @@ test-min: $(STAMP_MIN)
 		-m "dask and not slow" tests/test_dask.py tests/test_distributed.py
 
 clean:
-	rm -rf $(VENV) $(VENV_MIN) $(VENV_LOCK) build demo-data bench-data docs/_build docs/api \
+	rm -rf $(VENV) $(VENV_MIN) $(VENV_LOCK) build dist demo-data bench-data docs/_build docs/api \
 		docs/examples docs/benchmarks/generated docs/guide/readme

@@ -147,27 +147,47 @@ def _notebook(code: list[str], executed: bool) -> nbformat.NotebookNode:
     return nb
 
 
-def test_docs_reuse_only_a_current_execution_from_the_tests(tmp_path: Path,
-                                                            monkeypatch) -> None:
+def test_docs_reuse_only_a_current_execution_keyed_by_content(tmp_path: Path,
+                                                               monkeypatch) -> None:
+    # A tree of its own: the package's modules and the lock are inputs of the key.
+    monkeypatch.setattr(notebooks, "ROOT", tmp_path)
     monkeypatch.setattr(notebooks, "EXECUTED_DIR", tmp_path / "executed")
+    module = tmp_path / "rumi_xarray" / "sub" / "mod.py"
+    module.parent.mkdir(parents=True)
+    module.write_text("A = 1\n")
+    (tmp_path / "requirements").mkdir()
+    (tmp_path / "requirements" / "lock.txt").write_text("numpy==2.0\n")
     source = tmp_path / "demo.ipynb"
     nbformat.write(_notebook(["x = 1", "print(x)"], executed=False), source)
-    copy = notebooks.executed_path("demo")
     assert notebooks.current_execution(source) is None  # none yet
-    copy.parent.mkdir(parents=True)
-    nbformat.write(_notebook(["x = 1", "print(x)"], executed=True), copy)
+    copy = notebooks.save_execution(_notebook(["x = 1", "print(x)"], executed=True), source)
+    assert copy == notebooks.executed_path("demo") and copy.is_file()
     assert notebooks.current_execution(source) is not None
-    # Older than a package module: stale.
+    # File times do not matter (a fresh clone or a checkout changes them all) ...
     old = time.time() - 10 * 365 * 86400
     os.utime(copy, (old, old))
+    assert notebooks.current_execution(source) is not None
+    # ... nor does prose: the reused copy shows the notebook's new markdown.
+    edited = _notebook(["x = 1", "print(x)"], executed=False)
+    edited.cells[0].source = "# New title\n\nNew words."
+    nbformat.write(edited, source)
+    reused = notebooks.current_execution(source)
+    assert reused is not None and reused.cells[0].source.startswith("# New title")
+    # A changed package module or lock: stale.
+    module.write_text("A = 2\n")
+    assert notebooks.current_execution(source) is None
+    notebooks.save_execution(_notebook(["x = 1", "print(x)"], executed=True), source)
+    assert notebooks.current_execution(source) is not None
+    (tmp_path / "requirements" / "lock.txt").write_text("numpy==2.1\n")
     assert notebooks.current_execution(source) is None
     # Other code than the notebook's: stale.
-    nbformat.write(_notebook(["x = 2", "print(x)"], executed=True), copy)
+    notebooks.save_execution(_notebook(["x = 1", "print(x)"], executed=True), source)
+    nbformat.write(_notebook(["x = 2", "print(x)"], executed=False), source)
     assert notebooks.current_execution(source) is None
     # A cell that never ran: stale.
-    nb = _notebook(["x = 1", "print(x)"], executed=True)
+    nb = _notebook(["x = 2", "print(x)"], executed=True)
     nb.cells[-1].execution_count = None
-    nbformat.write(nb, copy)
+    notebooks.save_execution(nb, source)
     assert notebooks.current_execution(source) is None
 
 

@@ -26,7 +26,7 @@ from nbclient.exceptions import CellExecutionError
 from PIL import Image
 
 # The execution `make docs` reuses (and repeats when the tests' copies are not current).
-from tools.notebooks import KERNEL, NOTEBOOK_DIR, executed_path
+from tools.notebooks import KERNEL, NOTEBOOK_DIR, executed_path, save_execution
 from tools.notebooks import execute as _execute
 from tools.notebooks import figures as _figures
 
@@ -58,7 +58,7 @@ class Run:
         self.figure_dir.mkdir(parents=True)
         for name, png in self.figures.items():
             (self.figure_dir / f"{name}.png").write_bytes(png)
-        nbformat.write(nb, executed_path(self.name))
+        save_execution(nb, path)
 
 
 @pytest.fixture(scope="module")

@@ -1,9 +1,10 @@
 """The examples: every notebook executed, with its figures, and a gallery of thumbnails.
 
-A notebook's executed copy from ``make test`` (``tests/test_notebooks.py``) is
-used when it is current (same code, newer than the package); otherwise the
-notebook is executed here by the same helper (``tools/notebooks.py``), so CI
-runs each notebook once. myst-nb renders the executed notebooks as they are.
+A notebook's executed copy from ``make test`` (``tests/test_notebooks.py``) or
+from an earlier build is used when it is current (keyed by the content of its
+code, the package and the lock: ``tools/notebooks.py``); otherwise the notebook
+is executed here by the same helper and that copy is kept for the next build,
+so CI runs each notebook once. myst-nb renders the executed notebooks as they are.
 """
 
 from __future__ import annotations
@@ -52,11 +53,13 @@ def executed(source: Path) -> nbformat.NotebookNode:
         LOG.info("rumi_docs: %s: reusing %s", source.name,
                  notebooks.executed_path(source.stem).relative_to(notebooks.ROOT))
         return nb
-    LOG.info("rumi_docs: %s: executing (no current copy from make test)", source.name)
+    LOG.info("rumi_docs: %s: executing (no current copy from make test or a build)",
+             source.name)
     nb = nbformat.read(source, as_version=4)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix=f"docs-{source.stem}-") as workdir:
         notebooks.execute(nb, Path(workdir))
+    notebooks.save_execution(nb, source)
     LOG.info("rumi_docs: %s: executed in %.0f s", source.name, time.perf_counter() - start)
     return nb
 

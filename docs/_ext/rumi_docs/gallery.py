@@ -10,10 +10,12 @@ so CI runs each notebook once. myst-nb renders the executed notebooks as they ar
 from __future__ import annotations
 
 import io
+import os
 import re
 import shutil
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import nbformat
@@ -81,8 +83,14 @@ def write(root: Path, docs: Path) -> None:
     shutil.rmtree(out, ignore_errors=True)
     (out / "thumbnails").mkdir(parents=True)
     entries = []
-    for source in sorted(notebooks.NOTEBOOK_DIR.glob("*.ipynb")):
-        nb = executed(source)
+    sources = sorted(notebooks.NOTEBOOK_DIR.glob("*.ipynb"))
+    # Notebooks that must run do so side by side, one kernel per core: on a fresh clone
+    # they are most of the build's time, and each spends much of it single-threaded.
+    workers = max(1, min(len(sources), os.cpu_count() or 1))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        runs = dict(zip(sources, pool.map(executed, sources), strict=True))
+    for source in sources:
+        nb = runs[source]
         figures = notebooks.figures(nb)
         if not figures:
             raise RuntimeError(f"{source.name} shows no figure: the gallery needs one")

@@ -77,12 +77,17 @@ demo: $(STAMP_CORE)
 	$(PY) -m rumi_xarray demo --out demo-data
 
 # The suite without its slow cases (`make bench` runs those), then the dask-facing tests
-# again under dask's array query planning, announced to become dask's default.
+# again under dask's array query planning, announced to become dask's default. Both spread
+# over TEST_WORKERS pytest-xdist workers (one per core here); `--dist loadgroup` keeps each
+# test file on one worker (tests/conftest.py), so its module fixtures are made once, and
+# gives each notebook a worker of its own. TEST_WORKERS=0 runs in this process alone.
+TEST_WORKERS ?= 2
+PYTEST_XDIST = -n $(TEST_WORKERS) --dist loadgroup
 test: $(STAMP)
-	@echo "==> [test 1/2] the suite without its slow cases (about 6 minutes on 2 cores)"
-	$(PY) -m pytest -q -m "not slow"
+	@echo "==> [test 1/2] the suite without its slow cases on $(TEST_WORKERS) workers"
+	$(PY) -m pytest -q $(PYTEST_XDIST) -m "not slow"
 	@echo "==> [test 2/2] the dask-facing tests again under dask's array query planning"
-	DASK_ARRAY__QUERY_PLANNING=True $(PY) -m pytest -q -m "dask and not slow" \
+	DASK_ARRAY__QUERY_PLANNING=True $(PY) -m pytest -q $(PYTEST_XDIST) -m "dask and not slow" \
 		tests/test_dask.py tests/test_distributed.py
 
 bench: $(STAMP)

@@ -21,6 +21,21 @@ from rumi_xarray.native import process  # noqa: E402
 process.configure()
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Keep each test file on one pytest-xdist worker unless its tests say otherwise.
+
+    ``make test`` runs ``-n 2 --dist loadgroup``: a group runs whole on one worker,
+    so a module-scoped fixture (a written corpus, a server, a cluster, an executed
+    notebook) is paid once, as without xdist. Tests marked
+    ``xdist_group`` (the notebooks, one group each) split a file where its parts
+    share no fixture.
+    """
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
+
+
 @pytest.fixture(autouse=True)
 def empty_tile_cache() -> Iterator[None]:
     """Each test counts its own reads: nothing decoded by an earlier test is reused."""

@@ -31,6 +31,15 @@ from tools.notebooks import execute as _execute
 from tools.notebooks import figures as _figures
 
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
+
+
+def on_its_worker(name: str) -> pytest.MarkDecorator:
+    """Group the tests of notebook ``name``: under pytest-xdist they share one execution."""
+    return pytest.mark.xdist_group(f"notebook-{name}")
+
+
+#: The notebooks as parameters, each in its own xdist group (executed on one worker).
+BY_NOTEBOOK = [pytest.param(p.stem, marks=on_its_worker(p.stem)) for p in NOTEBOOKS]
 #: Seconds a whole notebook may take before the test fails (the suite's budget).
 NOTEBOOK_BUDGET = 240
 #: Figures each notebook must show, by cell id.
@@ -105,7 +114,7 @@ def test_kernel_is_this_venv(tmp_path):
     assert nb.cells[0].outputs[0]["text"].split() == [sys.prefix, "Agg"]
 
 
-@pytest.mark.parametrize("name", [p.stem for p in NOTEBOOKS])
+@pytest.mark.parametrize("name", BY_NOTEBOOK)
 def test_notebook_runs_cleanly_within_budget(executed, name):
     run = executed(name)
     assert run.seconds < NOTEBOOK_BUDGET, f"{name} took {run.seconds:.0f} s"
@@ -113,7 +122,7 @@ def test_notebook_runs_cleanly_within_budget(executed, name):
     assert any(run.workdir.iterdir()), f"{name} wrote nothing to RUMI_NOTEBOOK_DIR"
 
 
-@pytest.mark.parametrize("name", [p.stem for p in NOTEBOOKS])
+@pytest.mark.parametrize("name", BY_NOTEBOOK)
 def test_figures_are_saved_and_not_blank(executed, name):
     run = executed(name)
     assert set(run.figures) >= EXPECTED_FIGURES.get(name, set()), sorted(run.figures)
@@ -128,6 +137,7 @@ def test_figures_are_saved_and_not_blank(executed, name):
         assert colours > 64 and inked > 0.02, (figure, colours, inked)
 
 
+@on_its_worker("time_series_exploration")
 def test_pixel_series_equal_rumi_read(executed):
     run = executed("time_series_exploration")
     record = json.loads((run.workdir / "pixel_series.json").read_text())
@@ -145,6 +155,7 @@ def test_pixel_series_equal_rumi_read(executed):
                                           err_msg=f"{Path(path).name} pixel {(row, col)}")
 
 
+@on_its_worker("ml_chips")
 def test_chip_model_learns_land_cover(executed):
     # The notebook's model, trained on chips with land-cover labels, must beat chance
     # (25 %) by far on a held-out date: labels and chips line up window for window.

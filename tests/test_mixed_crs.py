@@ -21,6 +21,12 @@ from rumi_xarray.conventions.crs_index import RumiCRSIndex
 from rumi_xarray.write.to_rumi import write_array
 from tests.truth import read
 
+# These tests combine files with xarray's current defaults on purpose: xarray warns that its
+# coming join="exact" would refuse them itself (test_every_xarray_combination_refuses_two_crss
+# checks join="exact" too); today the CRS index refuses them, which is what is tested.
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:In a future version of xarray the default value for join:FutureWarning")
+
 
 @pytest.fixture(scope="module")
 def scenes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
@@ -59,11 +65,6 @@ def _refused(info: pytest.ExceptionInfo, *names: Path) -> None:
                                  {"combine": "nested", "concat_dim": "time"},
                                  {"coords": "all", "data_vars": "all"},
                                  {"compat": "override", "coords": "minimal"}])
-# xarray's current defaults, on purpose: it warns that its coming join="exact" would refuse
-# these files itself (test_every_xarray_combination_refuses_two_crss checks that); today
-# the CRS index refuses them.
-@pytest.mark.filterwarnings("ignore:In a future version of xarray the default value for join"
-                            ":FutureWarning")
 def test_open_mfdataset_refuses_two_crss(scenes, pair, how):
     files = [scenes[p] for p in pair]
     with pytest.raises(rx.RumiCRSMismatchError) as info:
@@ -159,15 +160,18 @@ def test_a_crs_without_code_suggests_a_crs_pyproj_accepts(tmp_path):
     import rioxarray  # noqa: F401  (the .rio accessor)
 
     files = []
-    for name, crs, date in (("custom", custom, "2024-01-01"),
-                            ("utm", CRS.from_epsg(32633), "2024-01-02")):
-        path = tmp_path / f"{name}.rumi"
-        data = xr.DataArray(np.ones((1, 32, 32), np.uint16), dims=("band", "y", "x"),
-                            coords={"band": ["B04"], "y": 4_000_000 - 5 - 10 * np.arange(32),
-                                    "x": 500_005 + 10 * np.arange(32)})
-        rx.to_rumi(data.rio.write_crs(crs), path, time=date, tile_size=32)
-        files.append(path)
-    opened = [xr.open_dataset(f, engine="rumi") for f in files]
+    # Writing or opening a CRS without an EPSG code says so (once, naming the file).
+    with pytest.warns(UserWarning, match="has no EPSG equivalent"):
+        for name, crs, date in (("custom", custom, "2024-01-01"),
+                                ("utm", CRS.from_epsg(32633), "2024-01-02")):
+            path = tmp_path / f"{name}.rumi"
+            data = xr.DataArray(np.ones((1, 32, 32), np.uint16), dims=("band", "y", "x"),
+                                coords={"band": ["B04"],
+                                        "y": 4_000_000 - 5 - 10 * np.arange(32),
+                                        "x": 500_005 + 10 * np.arange(32)})
+            rx.to_rumi(data.rio.write_crs(crs), path, time=date, tile_size=32)
+            files.append(path)
+        opened = [xr.open_dataset(f, engine="rumi") for f in files]
     for first, second, expected in ((0, 1, "crs=<target CRS>"), (1, 0, "crs='EPSG:32633'")):
         with pytest.raises(rx.RumiCRSMismatchError) as info:
             xr.concat([opened[first], opened[second]], "time")

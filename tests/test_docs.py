@@ -239,3 +239,113 @@ def test_site_check_fails_a_site_missing_something(tmp_path: Path, damage: str) 
                 "api name": "rumi_xarray.to_rumi is not documented",
                 "plot": "run.html shows no plot"}[damage]
     assert any(expected in p for p in problems), problems
+
+
+# --- every Python block of the README and the user guide runs ---------------------------
+#
+# The blocks of one page run in order in one namespace, as a reader runs them in one
+# session, in a folder holding the files they name (``doc_data``): ``scene.rumi`` and
+# ``cube.rumi`` (a demo series of 4 Sentinel-2-like bands), ``scenes/`` (one file a date),
+# ``land_cover.rumi``, ``catalog.parquet`` and ``items.parquet``; ``s3://bucket/`` holds
+# ``cube.rumi``, ``tile/*.rumi`` and ``catalog/`` on a moto S3 server the environment points
+# at, as MinIO settings would. A block that cannot run standalone is marked just above its
+# fence with ``<!-- not-run: why -->``; the test lists the reason instead of running it.
+
+DOC_PAGES = [ROOT / "README.md", ROOT / "docs" / "index.md",
+             *sorted((ROOT / "docs" / "guide").glob("*.md"))]
+NOT_RUN = "<!-- not-run:"
+
+
+def python_blocks(text: str) -> list[tuple[int, str, str | None]]:
+    """Return each ```` ```python ```` block of a Markdown page: (line, code, not-run reason)."""
+    blocks: list[tuple[int, str, str | None]] = []
+    lines = text.splitlines()
+    k = 0
+    while k < len(lines):
+        if lines[k].strip() == "```python":
+            start = k + 1
+            end = start
+            while lines[end].strip() != "```":
+                end += 1
+            before = lines[k - 1].strip() if k else ""
+            reason = None
+            if before.startswith(NOT_RUN):
+                reason = before[len(NOT_RUN):].removesuffix("-->").strip()
+            blocks.append((start + 1, "\n".join(lines[start:end]), reason))
+            k = end
+        k += 1
+    return blocks
+
+
+def test_python_blocks_are_found_with_their_marks() -> None:
+    page = ("# t\n\n```python\nx = 1\n```\n\n<!-- not-run: needs a GPU -->\n```python\n"
+            "y = 2\n```\n\n```\nshell\n```\n")
+    assert python_blocks(page) == [(4, "x = 1", None), (9, "y = 2", "needs a GPU")]
+
+
+@pytest.fixture(scope="module")
+def doc_data(tmp_path_factory: pytest.TempPathFactory, s3_server_session) -> Path:
+    """The files the README and the guide name, written once (about 2 s)."""
+    from rumi_xarray.demo import ndvi, synthetic
+
+    root = tmp_path_factory.mktemp("doc-data")
+    scene = synthetic.scene_series(4, 128)
+    paths = ndvi._demo_write(scene, str(root), 2024, 64)
+    for source, name in ((paths["series"], "scene.rumi"), (paths["series"], "cube.rumi"),
+                         (paths["land_cover"], "land_cover.rumi")):
+        for suffix in ("", ".aux.json"):
+            if Path(source + suffix).exists():
+                shutil.copy(source + suffix, str(root / name) + suffix)
+    table = rumi_xarray.catalog(sorted(str(p) for p in (root / "scenes").glob("*.rumi")))
+    table.to_parquet(root / "catalog.parquet")
+    from rumi_xarray.stac import geoparquet
+
+    geoparquet.write_geoparquet(rumi_xarray.to_stac(table), root / "items.parquet")
+    server = s3_server_session
+    server.upload("bucket", *sorted(root.glob("cube.rumi*")))
+    for scene_path in sorted((root / "scenes").iterdir()):
+        server.upload("bucket", scene_path, prefix="tile/")
+    with pytest.MonkeyPatch.context() as patch:
+        _point_at(server, patch)
+        rumi_xarray.catalog("s3://bucket/tile/*.rumi").to_parquet(root / "remote.parquet")
+    server.upload("bucket", root / "remote.parquet", prefix="catalog/")
+    return root
+
+
+def _point_at(server, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Point librumi and s3fs at ``server`` as a MinIO user would: through the environment."""
+    from tests.servers import S3_ENV_TO_UNSET
+
+    for name in S3_ENV_TO_UNSET:
+        monkeypatch.delenv(name, raising=False)
+    for name, value in server.env.items():
+        monkeypatch.setenv(name, value)
+
+
+def _page_id(page: Path) -> str:
+    return str(page.relative_to(ROOT))
+
+
+@pytest.mark.parametrize("page", DOC_PAGES, ids=_page_id)
+def test_every_python_block_of_the_page_runs(page: Path, doc_data: Path, tmp_path: Path,
+                                             s3_server_session,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    _point_at(s3_server_session, monkeypatch)
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    for item in doc_data.iterdir():
+        (tmp_path / item.name).symlink_to(item)
+    monkeypatch.chdir(tmp_path)
+    namespace: dict[str, object] = {"__name__": "__doc__"}
+    not_run = []
+    for line, code, reason in python_blocks(page.read_text()):
+        if reason is not None:
+            assert reason, f"{_page_id(page)}:{line}: a not-run block must say why"
+            not_run.append(f"{_page_id(page)}:{line}: {reason}")
+            continue
+        try:
+            exec(compile(code, f"{_page_id(page)}:{line}", "exec"), namespace)
+        except Exception as error:
+            raise AssertionError(f"the block at {_page_id(page)}:{line} fails: {error!r}") \
+                from error
+    for entry in not_run:
+        print("not run:", entry)

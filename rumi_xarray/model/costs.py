@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import html
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from rumi_xarray.formatting import human_size
 
@@ -66,3 +68,12 @@ class Explanation:
                 f"frame(s): {human_size(self.compressed_bytes)} compressed in {self.ranges} "
                 f"range(s) -> {human_size(self.decoded_bytes)} decoded")
         return "\n".join((text, *self.tables))
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        # IPython and Jupyter show the sentence ``print`` shows, not the dataclass fields
+        # (``repr`` keeps those, for debugging).
+        printer.text(str(self))
+
+    def _repr_html_(self) -> str:
+        # Notebooks render HTML first: the same sentence, preformatted so line breaks stay.
+        return f"<pre>{html.escape(str(self))}</pre>"

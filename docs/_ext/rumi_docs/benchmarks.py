@@ -404,7 +404,8 @@ def _page(title: str, intro: str, source: Source, images: list[tuple[str, str]])
     for caption, image in images:
         lines.append(f"```{{figure}} {image}\n:alt: {caption}\n:width: 100%\n\n{caption}\n```\n")
     lines.append(f":::{{dropdown}} The report as the script wrote it (`{source.report}`)\n"
-                 f"```{{literalinclude}} /../{source.report}\n:language: text\n:lines: 2-\n```\n:::\n")
+                 f"```{{literalinclude}} /../{source.report}\n:language: text\n:lines: 2-\n"
+                 "```\n:::\n")
     return "\n".join(lines)
 
 

@@ -11,6 +11,7 @@ fails on a page whose figures are missing.
 from __future__ import annotations
 
 import json
+import re
 import os
 import shutil
 import sys
@@ -349,3 +350,50 @@ def test_every_python_block_of_the_page_runs(page: Path, doc_data: Path, tmp_pat
                 from error
     for entry in not_run:
         print("not run:", entry)
+
+
+# --- the pages speak to users ----------------------------------------------------------
+
+#: What only the tracker or the history means: "issue 23", "issue #7", commit hashes
+#: (7 to 40 hex digits holding a digit and a letter), acceptance targets.
+TRACKER_WORDS = re.compile(r"\bissues?[ #]+\d+|\bacceptance\b|\[MET\]|\bbars? of\b|\bthe bar\b"
+                           r"|\b(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b",
+                           re.IGNORECASE)
+
+
+def user_pages() -> dict[str, str]:
+    """Return the README, every hand-written docs page and the notebooks' Markdown cells."""
+    pages = {"README.md": (ROOT / "README.md").read_text()}
+    for page in sorted((ROOT / "docs").rglob("*.md")):
+        if "_build" not in page.parts and "generated" not in page.parts \
+                and "readme" not in page.parts:
+            pages[str(page.relative_to(ROOT))] = page.read_text()
+    for book in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        cells = nbformat.read(book, as_version=4).cells
+        pages[str(book.relative_to(ROOT))] = "\n".join(
+            c.source for c in cells if c.cell_type == "markdown")
+    return pages
+
+
+def test_tracker_words_are_caught() -> None:
+    for text in ("as issue 23 asked", "see issue #7", "at commit 3ce650a", "acceptance target",
+                 "the bar is 2x"):
+        assert TRACKER_WORDS.search(text), text
+    for text in ("`latest-issue20.md`", "EPSG:32633", "a decade", "2048² cube", "facade"):
+        assert not TRACKER_WORDS.search(text), text
+
+
+@pytest.mark.parametrize("name", sorted(user_pages()))
+def test_pages_name_no_issue_commit_or_target(name: str) -> None:
+    text = user_pages()[name]
+    found = [m.group(0) for m in TRACKER_WORDS.finditer(text)]
+    assert not found, f"{name} speaks of the tracker or history: {found}"
+
+
+def test_built_benchmark_pages_name_no_commit(tmp_path: Path) -> None:
+    benchmarks.write(ROOT, tmp_path / "docs", draw=False)
+    for page in (tmp_path / "docs" / "benchmarks" / "generated").glob("*.md"):
+        text = page.read_text()
+        assert ":lines: 2-" in text, page.name  # the report's first line names the commit
+        found = [m.group(0) for m in TRACKER_WORDS.finditer(text)]
+        assert not found, (page.name, found)

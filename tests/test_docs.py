@@ -397,3 +397,14 @@ def test_built_benchmark_pages_name_no_commit(tmp_path: Path) -> None:
         assert ":lines: 2-" in text, page.name  # the report's first line names the commit
         found = [m.group(0) for m in TRACKER_WORDS.finditer(text)]
         assert not found, (page.name, found)
+
+
+def test_gallery_offers_every_notebook_for_download() -> None:
+    from rumi_docs import gallery
+
+    entries = [("quickstart", "Quickstart", "Open a file."), ("ml_chips", "Chips", "Train.")]
+    page = gallery.index_page(entries)
+    for name, _, _ in entries:
+        assert f"{{download}}`{name}.ipynb <{name}.ipynb>`" in page
+        assert f"<{name}.ipynb>`" in gallery.download_cell(name).source
+    assert page.index("## Downloads") > page.index(":::{grid-item-card} Chips")

@@ -408,3 +408,53 @@ def test_gallery_offers_every_notebook_for_download() -> None:
         assert f"{{download}}`{name}.ipynb <{name}.ipynb>`" in page
         assert f"<{name}.ipynb>`" in gallery.download_cell(name).source
     assert page.index("## Downloads") > page.index(":::{grid-item-card} Chips")
+
+
+# --- docstring examples run as doctests ------------------------------------------------
+
+
+def public_objects() -> dict[str, object]:
+    """Return every public function and class (not the errors), the accessor's methods and
+    ``rumi_xarray.torch``'s names, by the name users call them."""
+    import rumi_xarray.torch as rx_torch
+    from rumi_xarray.backend.accessor import RumiDataArrayAccessor
+
+    found: dict[str, object] = {}
+    for name in rumi_xarray.__all__:
+        obj = getattr(rumi_xarray, name)
+        if not (isinstance(obj, type) and issubclass(obj, Exception)):
+            found[f"rumi_xarray.{name}"] = obj
+    for name in ("explain", "chips", "explain_chips", "to_rumi"):
+        found[f".rumi.{name}"] = getattr(RumiDataArrayAccessor, name)
+    for name in rx_torch.__all__:
+        found[f"rumi_xarray.torch.{name}"] = getattr(rx_torch, name)
+    return found
+
+
+def test_every_public_name_has_examples() -> None:
+    import inspect
+
+    missing = [name for name, obj in public_objects().items()
+               if not re.search(r"Examples\n\s*--------\n(.|\n)*>>> ", inspect.getdoc(obj) or "")]
+    assert not missing, f"no Examples section with code: {missing}"
+
+
+@pytest.mark.parametrize("name", sorted(public_objects()))
+def test_docstring_examples_run(name: str, doc_data: Path, tmp_path: Path,
+                                monkeypatch: pytest.MonkeyPatch) -> None:
+    # The examples name the files doc_data writes (scene.rumi, scenes/, catalog.parquet...).
+    import doctest
+
+    import xarray as xr
+
+    for item in doc_data.iterdir():
+        (tmp_path / item.name).symlink_to(item)
+    monkeypatch.chdir(tmp_path)
+    obj = public_objects()[name]
+    finder = doctest.DocTestFinder(recurse=False)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    tests = finder.find(obj, name, globs={"xr": xr, "np": np, "rx": rumi_xarray})
+    assert tests and tests[0].examples, name
+    for test in tests:
+        runner.run(test, out=lambda text: print(text, end=""))
+    assert runner.failures == 0, f"{runner.failures} example(s) of {name} fail (output above)"

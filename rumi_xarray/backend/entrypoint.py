@@ -56,6 +56,16 @@ class RumiBackendEntrypoint(BackendEntrypoint):
     ``use_cftime=True`` gives cftime datetimes, with xarray's deprecation
     warning), and ``lock`` (accepted and unused: librumi reads are
     thread-safe).
+
+    Examples
+    --------
+    xarray finds this entrypoint by its name, or by the ``.rumi`` suffix:
+
+    >>> "rumi" in xr.backends.list_engines()
+    True
+    >>> ds = xr.open_dataset("scene.rumi", engine="rumi")
+    >>> ds.band_data.dims
+    ('time', 'band', 'y', 'x')
     """
 
     description = "Open Rumi rasters (files or URLs) lazily, in frame-aligned read groups"

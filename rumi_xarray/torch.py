@@ -157,8 +157,8 @@ class ChipDataset(Dataset[Sample]):
     >>> cube = rx.open_catalog("catalog.parquet")
     >>> chips = ChipDataset(cube, 64, bands=["B04", "B08"])
     >>> sample = chips[(0, 0, 64)]
-    >>> tuple(sample["image"].shape), sample["bounds"]
-    ((2, 64, 64), (400600.0, 5899400.0, 401240.0, 5900040.0))
+    >>> tuple(sample["image"].shape), sample["bounds"].tolist()
+    ((2, 64, 64), [400600.0, 5899400.0, 401240.0, 5900040.0])
     """
 
     def __init__(self, cube: Any, size: int, bands: Any = None,

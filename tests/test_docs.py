@@ -11,8 +11,8 @@ fails on a page whose figures are missing.
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import shutil
 import sys
 import time
@@ -455,6 +455,7 @@ def test_docstring_examples_run(name: str, doc_data: Path, tmp_path: Path,
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     tests = finder.find(obj, name, globs={"xr": xr, "np": np, "rx": rumi_xarray})
     assert tests and tests[0].examples, name
+    report: list[str] = []  # doctest swaps sys.stdout while it runs: collect, do not print
     for test in tests:
-        runner.run(test, out=lambda text: print(text, end=""))
-    assert runner.failures == 0, f"{runner.failures} example(s) of {name} fail (output above)"
+        runner.run(test, out=report.append)
+    assert runner.failures == 0, "".join(report)

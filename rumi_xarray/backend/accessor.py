@@ -39,7 +39,7 @@ def explain(obj: xr.Dataset | xr.DataArray) -> Explanation:
     --------
     >>> ds = xr.open_dataset("scene.rumi", engine="rumi", chunks={})
     >>> print(rx.explain(ds.band_data.sel(band="B04")))
-    1 native read call(s), 4 window(s), 16 frame(s): ...
+    1 native read call(s), 1 window(s), 16 frame(s): ...
     """
     from rumi_xarray import progress
     from rumi_xarray.native.reads import explain_calls

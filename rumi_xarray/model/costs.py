@@ -41,7 +41,7 @@ class Explanation:
     >>> cost.calls, cost.frames
     (1, 16)
     >>> print(cost)
-    1 native read call(s), 1 window(s), 16 frame(s): ... compressed in 16 range(s) -> 256.0 KiB decoded
+    1 native read call(s), 1 window(s), 16 frame(s): ... -> 128.0 KiB decoded
     """
 
     calls: int

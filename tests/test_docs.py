@@ -459,3 +459,18 @@ def test_docstring_examples_run(name: str, doc_data: Path, tmp_path: Path,
     for test in tests:
         runner.run(test, out=report.append)
     assert runner.failures == 0, "".join(report)
+
+
+def test_explain_shows_its_sentence_in_notebooks(doc_data: Path) -> None:
+    import html
+
+    import xarray as xr
+    from IPython.core.formatters import DisplayFormatter
+
+    cost = xr.open_dataset(doc_data / "scene.rumi", engine="rumi").rumi.explain()
+    shown, _ = DisplayFormatter().format(cost)  # what Jupyter puts in the cell's output
+    sentence = str(cost)
+    assert sentence.startswith("1 native read call(s), 1 window(s), 64 frame(s): ")
+    assert shown["text/plain"] == sentence
+    assert shown["text/html"] == f"<pre>{html.escape(sentence)}</pre>"
+    assert "Explanation(" in repr(cost)  # repr keeps the fields, for debugging

@@ -214,6 +214,14 @@ def get_options() -> Mapping[str, Any]:
     dict
         A copy: option name -> value (``None`` where a default is computed
         when used, see :func:`set_options`).
+
+    Examples
+    --------
+    >>> rx.get_options()["verify"]
+    True
+    >>> with rx.set_options(group_bytes=16 * 2**20):
+    ...     rx.get_options()["group_bytes"]
+    16777216
     """
     with _lock:
         return dict(_load())

@@ -150,6 +150,15 @@ class ChipDataset(Dataset[Sample]):
     sequence of cubes), as the samplers yield them. A sample is a dict with
     ``image`` (``(band, size, size)``), ``time`` (nanoseconds since the epoch),
     ``bounds`` (``minx, miny, maxx, maxy``), ``crs`` (WKT) and ``key``.
+
+    Examples
+    --------
+    >>> from rumi_xarray.torch import ChipDataset
+    >>> cube = rx.open_catalog("catalog.parquet")
+    >>> chips = ChipDataset(cube, 64, bands=["B04", "B08"])
+    >>> sample = chips[(0, 0, 64)]
+    >>> tuple(sample["image"].shape), sample["bounds"].tolist()
+    ((2, 64, 64), [400600.0, 5899400.0, 401240.0, 5900040.0])
     """
 
     def __init__(self, cube: Any, size: int, bands: Any = None,
@@ -330,6 +339,17 @@ def collate(samples: Sequence[Sample]) -> Sample:
     Returns
     -------
     dict
+
+    Examples
+    --------
+    >>> from torch.utils.data import DataLoader
+    >>> from rumi_xarray.torch import ChipDataset, GridChipSampler, collate
+    >>> cube = rx.open_catalog("catalog.parquet")
+    >>> chips = ChipDataset(cube, 64, bands=["B04", "B08"])
+    >>> loader = DataLoader(chips, batch_size=4, sampler=GridChipSampler(cube, 64, 64, time=[0]),
+    ...                     collate_fn=collate)
+    >>> tuple(next(iter(loader))["image"].shape)
+    (4, 2, 64, 64)
     """
     batch: Sample = {}
     for name in samples[0]:
@@ -375,6 +395,14 @@ class RandomChipSampler(Sampler[tuple[int, ...]]):
         Time positions to draw from; default every one.
     weights : sequence of float, optional
         Relative weight of each of those dates (e.g. favour clear ones).
+
+    Examples
+    --------
+    >>> from rumi_xarray.torch import RandomChipSampler
+    >>> cube = rx.open_catalog("catalog.parquet")
+    >>> sampler = RandomChipSampler(cube, 64, 10, seed=0)
+    >>> len(sampler), list(sampler) == list(RandomChipSampler(cube, 64, 10, seed=0))
+    (10, True)
     """
 
     def __init__(self, cube: Any, size: int, length: int, seed: int | None = None,
@@ -437,6 +465,14 @@ class GridChipSampler(Sampler[tuple[int, ...]]):
         Pixels between chip starts (``size`` for no overlap).
     time : sequence of int, optional
         Time positions; default every one.
+
+    Examples
+    --------
+    >>> from rumi_xarray.torch import GridChipSampler
+    >>> cube = rx.open_catalog("catalog.parquet")
+    >>> keys = list(GridChipSampler(cube, 64, 64, time=[0]))
+    >>> keys
+    [(0, 0, 0), (0, 0, 64), (0, 64, 0), (0, 64, 64)]
     """
 
     def __init__(self, cube: Any, size: int, stride: int,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sys
 import time
@@ -259,3 +260,237 @@ def test_site_check_fails_a_site_missing_something(tmp_path: Path, damage: str) 
                 "api name": "rumi_xarray.to_rumi is not documented",
                 "plot": "run.html shows no plot"}[damage]
     assert any(expected in p for p in problems), problems
+
+
+# --- every Python block of the README and the user guide runs ---------------------------
+#
+# The blocks of one page run in order in one namespace, as a reader runs them in one
+# session, in a folder holding the files they name (``doc_data``): ``scene.rumi`` and
+# ``cube.rumi`` (a demo series of 4 Sentinel-2-like bands), ``scenes/`` (one file a date),
+# ``land_cover.rumi``, ``catalog.parquet`` and ``items.parquet``; ``s3://bucket/`` holds
+# ``cube.rumi``, ``tile/*.rumi`` and ``catalog/`` on a moto S3 server the environment points
+# at, as MinIO settings would. A block that cannot run standalone is marked just above its
+# fence with ``<!-- not-run: why -->``; the test lists the reason instead of running it.
+
+DOC_PAGES = [ROOT / "README.md", ROOT / "docs" / "index.md",
+             *sorted((ROOT / "docs" / "guide").glob("*.md"))]
+NOT_RUN = "<!-- not-run:"
+
+
+def python_blocks(text: str) -> list[tuple[int, str, str | None]]:
+    """Return each ```` ```python ```` block of a Markdown page: (line, code, not-run reason)."""
+    blocks: list[tuple[int, str, str | None]] = []
+    lines = text.splitlines()
+    k = 0
+    while k < len(lines):
+        if lines[k].strip() == "```python":
+            start = k + 1
+            end = start
+            while lines[end].strip() != "```":
+                end += 1
+            before = lines[k - 1].strip() if k else ""
+            reason = None
+            if before.startswith(NOT_RUN):
+                reason = before[len(NOT_RUN):].removesuffix("-->").strip()
+            blocks.append((start + 1, "\n".join(lines[start:end]), reason))
+            k = end
+        k += 1
+    return blocks
+
+
+def test_python_blocks_are_found_with_their_marks() -> None:
+    page = ("# t\n\n```python\nx = 1\n```\n\n<!-- not-run: needs a GPU -->\n```python\n"
+            "y = 2\n```\n\n```\nshell\n```\n")
+    assert python_blocks(page) == [(4, "x = 1", None), (9, "y = 2", "needs a GPU")]
+
+
+@pytest.fixture(scope="module")
+def doc_data(tmp_path_factory: pytest.TempPathFactory, s3_server_session) -> Path:
+    """The files the README and the guide name, written once (about 2 s)."""
+    from rumi_xarray.demo import ndvi, synthetic
+
+    root = tmp_path_factory.mktemp("doc-data")
+    scene = synthetic.scene_series(4, 128)
+    paths = ndvi._demo_write(scene, str(root), 2024, 64)
+    for source, name in ((paths["series"], "scene.rumi"), (paths["series"], "cube.rumi"),
+                         (paths["land_cover"], "land_cover.rumi")):
+        for suffix in ("", ".aux.json"):
+            if Path(source + suffix).exists():
+                shutil.copy(source + suffix, str(root / name) + suffix)
+    table = rumi_xarray.catalog(sorted(str(p) for p in (root / "scenes").glob("*.rumi")))
+    table.to_parquet(root / "catalog.parquet")
+    from rumi_xarray.stac import geoparquet
+
+    geoparquet.write_geoparquet(rumi_xarray.to_stac(table), root / "items.parquet")
+    server = s3_server_session
+    server.upload("bucket", *sorted(root.glob("cube.rumi*")))
+    for scene_path in sorted((root / "scenes").iterdir()):
+        server.upload("bucket", scene_path, prefix="tile/")
+    with pytest.MonkeyPatch.context() as patch:
+        _point_at(server, patch)
+        rumi_xarray.catalog("s3://bucket/tile/*.rumi").to_parquet(root / "remote.parquet")
+    server.upload("bucket", root / "remote.parquet", prefix="catalog/")
+    return root
+
+
+def _point_at(server, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Point librumi and s3fs at ``server`` as a MinIO user would: through the environment."""
+    from tests.servers import S3_ENV_TO_UNSET
+
+    for name in S3_ENV_TO_UNSET:
+        monkeypatch.delenv(name, raising=False)
+    for name, value in server.env.items():
+        monkeypatch.setenv(name, value)
+
+
+def _page_id(page: Path) -> str:
+    return str(page.relative_to(ROOT))
+
+
+@pytest.mark.parametrize("page", DOC_PAGES, ids=_page_id)
+def test_every_python_block_of_the_page_runs(page: Path, doc_data: Path, tmp_path: Path,
+                                             s3_server_session,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    _point_at(s3_server_session, monkeypatch)
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    for item in doc_data.iterdir():
+        (tmp_path / item.name).symlink_to(item)
+    monkeypatch.chdir(tmp_path)
+    namespace: dict[str, object] = {"__name__": "__doc__"}
+    not_run = []
+    for line, code, reason in python_blocks(page.read_text()):
+        if reason is not None:
+            assert reason, f"{_page_id(page)}:{line}: a not-run block must say why"
+            not_run.append(f"{_page_id(page)}:{line}: {reason}")
+            continue
+        try:
+            exec(compile(code, f"{_page_id(page)}:{line}", "exec"), namespace)
+        except Exception as error:
+            raise AssertionError(f"the block at {_page_id(page)}:{line} fails: {error!r}") \
+                from error
+    for entry in not_run:
+        print("not run:", entry)
+
+
+# --- the pages speak to users ----------------------------------------------------------
+
+#: What only the tracker or the history means: "issue 23", "issue #7", commit hashes
+#: (7 to 40 hex digits holding a digit and a letter), acceptance targets.
+TRACKER_WORDS = re.compile(r"\bissues?[ #]+\d+|\bacceptance\b|\[MET\]|\bbars? of\b|\bthe bar\b"
+                           r"|\b(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b",
+                           re.IGNORECASE)
+
+
+def user_pages() -> dict[str, str]:
+    """Return the README, every hand-written docs page and the notebooks' Markdown cells."""
+    pages = {"README.md": (ROOT / "README.md").read_text()}
+    for page in sorted((ROOT / "docs").rglob("*.md")):
+        if "_build" not in page.parts and "generated" not in page.parts \
+                and "readme" not in page.parts:
+            pages[str(page.relative_to(ROOT))] = page.read_text()
+    for book in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        cells = nbformat.read(book, as_version=4).cells
+        pages[str(book.relative_to(ROOT))] = "\n".join(
+            c.source for c in cells if c.cell_type == "markdown")
+    return pages
+
+
+def test_tracker_words_are_caught() -> None:
+    for text in ("as issue 23 asked", "see issue #7", "at commit 3ce650a", "acceptance target",
+                 "the bar is 2x"):
+        assert TRACKER_WORDS.search(text), text
+    for text in ("`latest-issue20.md`", "EPSG:32633", "a decade", "2048² cube", "facade"):
+        assert not TRACKER_WORDS.search(text), text
+
+
+@pytest.mark.parametrize("name", sorted(user_pages()))
+def test_pages_name_no_issue_commit_or_target(name: str) -> None:
+    text = user_pages()[name]
+    found = [m.group(0) for m in TRACKER_WORDS.finditer(text)]
+    assert not found, f"{name} speaks of the tracker or history: {found}"
+
+
+def test_built_benchmark_pages_name_no_commit(tmp_path: Path) -> None:
+    benchmarks.write(ROOT, tmp_path / "docs", draw=False)
+    for page in (tmp_path / "docs" / "benchmarks" / "generated").glob("*.md"):
+        text = page.read_text()
+        assert ":lines: 2-" in text, page.name  # the report's first line names the commit
+        found = [m.group(0) for m in TRACKER_WORDS.finditer(text)]
+        assert not found, (page.name, found)
+
+
+def test_gallery_offers_every_notebook_for_download() -> None:
+    from rumi_docs import gallery
+
+    entries = [("quickstart", "Quickstart", "Open a file."), ("ml_chips", "Chips", "Train.")]
+    page = gallery.index_page(entries)
+    for name, _, _ in entries:
+        assert f"{{download}}`{name}.ipynb <{name}.ipynb>`" in page
+        assert f"<{name}.ipynb>`" in gallery.download_cell(name).source
+    assert page.index("## Downloads") > page.index(":::{grid-item-card} Chips")
+
+
+# --- docstring examples run as doctests ------------------------------------------------
+
+
+def public_objects() -> dict[str, object]:
+    """Return every public function and class (not the errors), the accessor's methods and
+    ``rumi_xarray.torch``'s names, by the name users call them."""
+    import rumi_xarray.torch as rx_torch
+    from rumi_xarray.backend.accessor import RumiDataArrayAccessor
+
+    found: dict[str, object] = {}
+    for name in rumi_xarray.__all__:
+        obj = getattr(rumi_xarray, name)
+        if not (isinstance(obj, type) and issubclass(obj, Exception)):
+            found[f"rumi_xarray.{name}"] = obj
+    for name in ("explain", "chips", "explain_chips", "to_rumi"):
+        found[f".rumi.{name}"] = getattr(RumiDataArrayAccessor, name)
+    for name in rx_torch.__all__:
+        found[f"rumi_xarray.torch.{name}"] = getattr(rx_torch, name)
+    return found
+
+
+def test_every_public_name_has_examples() -> None:
+    import inspect
+
+    missing = [name for name, obj in public_objects().items()
+               if not re.search(r"Examples\n\s*--------\n(.|\n)*>>> ", inspect.getdoc(obj) or "")]
+    assert not missing, f"no Examples section with code: {missing}"
+
+
+@pytest.mark.parametrize("name", sorted(public_objects()))
+def test_docstring_examples_run(name: str, doc_data: Path, tmp_path: Path,
+                                monkeypatch: pytest.MonkeyPatch) -> None:
+    # The examples name the files doc_data writes (scene.rumi, scenes/, catalog.parquet...).
+    import doctest
+
+    import xarray as xr
+
+    for item in doc_data.iterdir():
+        (tmp_path / item.name).symlink_to(item)
+    monkeypatch.chdir(tmp_path)
+    obj = public_objects()[name]
+    finder = doctest.DocTestFinder(recurse=False)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    tests = finder.find(obj, name, globs={"xr": xr, "np": np, "rx": rumi_xarray})
+    assert tests and tests[0].examples, name
+    report: list[str] = []  # doctest swaps sys.stdout while it runs: collect, do not print
+    for test in tests:
+        runner.run(test, out=report.append)
+    assert runner.failures == 0, "".join(report)
+
+
+def test_explain_shows_its_sentence_in_notebooks(doc_data: Path) -> None:
+    import html
+
+    import xarray as xr
+    from IPython.core.formatters import DisplayFormatter
+
+    cost = xr.open_dataset(doc_data / "scene.rumi", engine="rumi").rumi.explain()
+    shown, _ = DisplayFormatter().format(cost)  # what Jupyter puts in the cell's output
+    sentence = str(cost)
+    assert sentence.startswith("1 native read call(s), 1 window(s), 64 frame(s): ")
+    assert shown["text/plain"] == sentence
+    assert shown["text/html"] == f"<pre>{html.escape(sentence)}</pre>"
+    assert "Explanation(" in repr(cost)  # repr keeps the fields, for debugging

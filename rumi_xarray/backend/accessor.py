@@ -34,6 +34,12 @@ def explain(obj: xr.Dataset | xr.DataArray) -> Explanation:
     Returns
     -------
     Explanation
+
+    Examples
+    --------
+    >>> ds = xr.open_dataset("scene.rumi", engine="rumi", chunks={})
+    >>> print(rx.explain(ds.band_data.sel(band="B04")))
+    1 native read call(s), 1 window(s), 16 frame(s): ...
     """
     from rumi_xarray import progress
     from rumi_xarray.native.reads import explain_calls
@@ -170,6 +176,12 @@ class _RumiAccessor:
         Returns
         -------
         Explanation
+
+        Examples
+        --------
+        >>> ds = xr.open_dataset("scene.rumi", engine="rumi")
+        >>> print(ds.band_data.isel(time=0, band=2).rumi.explain())
+        1 native read call(s), 1 window(s), 4 frame(s): ...
         """
         return explain(self._obj)
 
@@ -191,6 +203,13 @@ class _RumiAccessor:
         Returns
         -------
         xarray.DataArray
+
+        Examples
+        --------
+        >>> cube = rx.open_catalog("catalog.parquet")
+        >>> chips = cube.rumi.chips([(0, 0, 0), (1, 64, 64)], 64)
+        >>> chips.dims, chips.shape
+        (('chip', 'band', 'y', 'x'), (2, 4, 64, 64))
         """
         from rumi_xarray.backend.chips import chips
 
@@ -209,6 +228,12 @@ class _RumiAccessor:
         Returns
         -------
         Explanation
+
+        Examples
+        --------
+        >>> cube = rx.open_catalog("catalog.parquet")
+        >>> print(cube.rumi.explain_chips([(0, 0, 0), (1, 64, 64)], 64))
+        1 native read call(s), 2 window(s), 8 frame(s): ...
         """
         from rumi_xarray.backend.chips import explain_chips
 
@@ -227,6 +252,13 @@ class _RumiAccessor:
         -------
         bytes
             The header.
+
+        Examples
+        --------
+        >>> ds = xr.open_dataset("scene.rumi", engine="rumi")
+        >>> header = ds.isel(time=[0]).rumi.to_rumi("first_date.rumi", tile_size=64)
+        >>> xr.open_dataset("first_date.rumi", engine="rumi").sizes["time"]
+        1
         """
         from rumi_xarray.write.to_rumi import to_rumi
 

@@ -286,7 +286,14 @@ options.on_change("verify", lambda value: _cache.clear() if _cache is not None e
 
 
 def clear_cache() -> None:
-    """Drop every decoded tile this process holds and zero the hit counters."""
+    """Drop every decoded tile this process holds and zero the hit counters.
+
+    Examples
+    --------
+    >>> rx.clear_cache()
+    >>> rx.cache_info()["entries"]
+    0
+    """
     get_cache().clear()
 
 
@@ -297,5 +304,11 @@ def cache_info() -> dict[str, int]:
     -------
     dict
         ``bytes``, ``max_bytes``, ``entries``, ``hits``, ``misses``.
+
+    Examples
+    --------
+    >>> info = rx.cache_info()
+    >>> sorted(info)
+    ['bytes', 'entries', 'hits', 'max_bytes', 'misses']
     """
     return get_cache().info()

@@ -380,6 +380,13 @@ def read_chips(cube: Any, starts: Any, size: int, *, bands: Any = None,
         or mixed band selection.
     RumiIOError, RumiFileNotFoundError, RumiFormatError
         The read failed; the message names the scene and window involved.
+
+    Examples
+    --------
+    >>> cube = rx.open_catalog("catalog.parquet")
+    >>> chips = rx.read_chips(cube, [(0, 0, 0), (1, 64, 64)], 64, bands=["B04", "B08"])
+    >>> chips.shape, chips.dtype
+    ((2, 2, 64, 64), dtype('uint16'))
     """
     source = chip_source(cube)
     if framework not in _frameworks():
@@ -487,6 +494,12 @@ def explain_chips(cube: Any, starts: Any, size: int, *, bands: Any = None,
     Explanation
         Native calls, windows, frames, compressed bytes and byte ranges
         (librumi's own plan of each window), decoded bytes.
+
+    Examples
+    --------
+    >>> cube = rx.open_catalog("catalog.parquet")
+    >>> print(rx.explain_chips(cube, [(0, 0, 0), (1, 64, 64)], 64))
+    1 native read call(s), 2 window(s), 8 frame(s): ...
     """
     from rumi_xarray.native.reads import explain_calls
 

@@ -49,10 +49,23 @@ class RumiBackendEntrypoint(BackendEntrypoint):
     xarray's standard decoding keywords (``mask_and_scale``, ``decode_times``,
     ``use_cftime``, ``decode_coords``, ``decode_timedelta``,
     ``concat_characters``), applied by :func:`xarray.decode_cf` exactly as for
-    other engines (``mask_and_scale`` defaults to True, as xarray's does;
+    other engines (left unset, ``mask_and_scale`` decodes as xarray's does:
+    nodata is masked and scale/offset applied when the file has them, and
+    samples with neither stay integers; an explicit ``mask_and_scale=True``
+    always gives floats, as ``rioxarray.open_rasterio(..., mask_and_scale=True)``;
     ``use_cftime=True`` gives cftime datetimes, with xarray's deprecation
     warning), and ``lock`` (accepted and unused: librumi reads are
     thread-safe).
+
+    Examples
+    --------
+    xarray finds this entrypoint by its name, or by the ``.rumi`` suffix:
+
+    >>> "rumi" in xr.backends.list_engines()
+    True
+    >>> ds = xr.open_dataset("scene.rumi", engine="rumi")
+    >>> ds.band_data.dims
+    ('time', 'band', 'y', 'x')
     """
 
     description = "Open Rumi rasters (files or URLs) lazily, in frame-aligned read groups"

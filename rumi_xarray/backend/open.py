@@ -147,6 +147,14 @@ def open_dataset(filename_or_obj: Any, *, chunks: Any = None, **kwargs: Any) -> 
     Returns
     -------
     xarray.Dataset
+
+    Examples
+    --------
+    >>> ds = rx.open_dataset("scene.rumi", chunks={})
+    >>> ds.band_data.dims, ds.band_data.shape
+    (('time', 'band', 'y', 'x'), (4, 4, 128, 128))
+    >>> [str(b) for b in ds.band.values]
+    ['B02', 'B03', 'B04', 'B08']
     """
     if isinstance(filename_or_obj, str):
         # A GDAL virtual path is opened as the URL it names: xarray before 2026.7 stats

@@ -194,6 +194,14 @@ def open_catalog(table: pd.DataFrame | str | os.PathLike[str], *, chunks: Any = 
         The table is not Parquet, has no rows, or rows that cannot be
         stacked (a ``ValueError``); :class:`RumiCatalogKeyError` when it
         lacks a required column.
+
+    Examples
+    --------
+    >>> cube = rx.open_catalog("catalog.parquet", chunks={})
+    >>> dict(cube.band_data.sizes)
+    {'time': 4, 'band': 4, 'y': 128, 'x': 128}
+    >>> str(cube.time.values[0])[:10]
+    '2024-02-15'
     """
     if duplicates not in DUPLICATES:
         raise RumiCatalogError(f"duplicates must be one of {DUPLICATES}, got {duplicates!r}")
@@ -353,6 +361,12 @@ def open_catalog_grids(table: pd.DataFrame | str | os.PathLike[str], **kwargs: A
     Returns
     -------
     list of xarray.Dataset
+
+    Examples
+    --------
+    >>> cubes = rx.open_catalog_grids("catalog.parquet")
+    >>> len(cubes), dict(cubes[0].band_data.sizes)
+    (1, {'time': 4, 'band': 4, 'y': 128, 'x': 128})
     """
     if isinstance(table, (str, os.PathLike)):
         from rumi_xarray.catalogs import index as tables
@@ -453,6 +467,12 @@ def open_mfdataset(sources_: str | os.PathLike[str] | Iterable[Any], *, chunks: 
     Returns
     -------
     xarray.Dataset
+
+    Examples
+    --------
+    >>> cube = rx.open_mfdataset("scenes/*.rumi")
+    >>> cube.sizes["time"], cube.band_data.chunks is not None
+    (4, True)
     """
     table = catalog(list(sources_) if not isinstance(sources_, (str, os.PathLike)) else sources_,
                     storage_options=storage_options, max_workers=max_workers)

@@ -228,6 +228,15 @@ def catalog(sources_: str | os.PathLike[str] | Sequence[Any], *,
         One row per file: ``path``, ``header`` (bytes), time, band, georeferencing,
         layout and sidecar columns (``rumi_xarray.catalogs.table.COLUMNS`` names them).
         ``to_parquet``/``read_parquet`` round trip it losslessly.
+
+    Examples
+    --------
+    >>> table = rx.catalog("scenes/*.rumi")
+    >>> len(table), int(table["band_count"].iloc[0])
+    (4, 4)
+    >>> table["path"].iloc[0]
+    '...S2_33UUP_20240215.rumi'
+    >>> table.to_parquet("tile.parquet")
     """
     paths = _expand(sources_, storage_options)
     resolved = [resolve.resolve(p, storage_options=storage_options) for p in paths]

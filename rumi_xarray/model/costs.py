@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import html
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from rumi_xarray.formatting import human_size
 
@@ -31,6 +33,15 @@ class Explanation:
     tables : tuple of str
         For cubes over catalog tables on disk: what opening read from each
         table, what it left there, and that tasks read their own rows.
+
+    Examples
+    --------
+    >>> ds = xr.open_dataset("scene.rumi", engine="rumi")
+    >>> cost = ds.band_data.isel(time=0).rumi.explain()
+    >>> cost.calls, cost.frames
+    (1, 16)
+    >>> print(cost)
+    1 native read call(s), 1 window(s), 16 frame(s): ... -> 128.0 KiB decoded
     """
 
     calls: int
@@ -66,3 +77,12 @@ class Explanation:
                 f"frame(s): {human_size(self.compressed_bytes)} compressed in {self.ranges} "
                 f"range(s) -> {human_size(self.decoded_bytes)} decoded")
         return "\n".join((text, *self.tables))
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        # IPython and Jupyter show the sentence ``print`` shows, not the dataclass fields
+        # (``repr`` keeps those, for debugging).
+        printer.text(str(self))
+
+    def _repr_html_(self) -> str:
+        # Notebooks render HTML first: the same sentence, preformatted so line breaks stay.
+        return f"<pre>{html.escape(str(self))}</pre>"

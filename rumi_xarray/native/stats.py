@@ -76,6 +76,14 @@ def stats(reset: bool = False, client: Any = None) -> dict[str, int]:
         those windows touch, as planned: librumi reports no count of frames
         it decoded), ``bytes`` (bytes of samples the calls returned) and ``metadata``
         (metadata look-ups that touched a source).
+
+    Examples
+    --------
+    >>> _ = rx.stats(reset=True)
+    >>> ds = xr.open_dataset("scene.rumi", engine="rumi")
+    >>> _ = ds.band_data.isel(time=0).values
+    >>> rx.stats()["calls"]
+    1
     """
     total = snapshot(reset)
     if client is not None:

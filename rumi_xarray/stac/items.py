@@ -146,6 +146,14 @@ def to_stac(source: pd.DataFrame | str | os.PathLike[str] | Sequence[Any], *,
     ------
     RumiCatalogError
         Duplicate ids, or a row that lacks what an Item needs.
+
+    Examples
+    --------
+    >>> items = rx.to_stac("scenes/*.rumi")
+    >>> len(items), items[0].id, list(items[0].assets)
+    (4, 'S2_33UUP_20240215', ['data'])
+    >>> items[0].assets["data"].media_type
+    'application/vnd.rumi'
     """
     require_stac_extra()
     if isinstance(source, pd.DataFrame):

@@ -217,6 +217,16 @@ def open_stac(items: Any, bands: str | Sequence[str] | None = None, *, crs: Any 
     RumiCatalogKeyError
         An Item without a Rumi asset, or without a requested band (the error
         names the Item).
+
+    Examples
+    --------
+    >>> items = rx.to_stac("scenes/*.rumi")
+    >>> stack = rx.open_stac(items, bands=["red", "nir"])
+    >>> list(stack.data_vars), dict(stack.red.sizes)
+    (['red', 'nir'], {'time': 4, 'y': 128, 'x': 128})
+    >>> wgs84 = rx.open_stac(items, bands=["red"], crs="EPSG:4326", resolution=0.001)
+    >>> wgs84.rio.crs.to_epsg()
+    4326
     """
     from rumi_xarray.stac.items import require_stac_extra
 

@@ -134,6 +134,17 @@ def write_array(path: str | os.PathLike[str], data: Any, *, bands: Sequence[str]
         A sample type Rumi cannot store.
     RumiWriteError
         The destination cannot be written.
+
+    Examples
+    --------
+    >>> data = np.arange(2 * 3 * 32 * 32, dtype="uint16").reshape(2, 3, 32, 32)
+    >>> header = rx.write_array("small.rumi", data, bands=["B04", "B08", "B11"],
+    ...                         time=["2024-05-01", "2024-05-11"], tile_size=16,
+    ...                         transform=(10.0, 0.0, 399960.0, 0.0, -10.0, 5900040.0),
+    ...                         crs=32633)
+    >>> small = xr.open_dataset("small.rumi", engine="rumi", mask_and_scale=False)
+    >>> bool((small.band_data.values == data).all())
+    True
     """
     target = os.fsdecode(path)
     with as_write_value_errors(target):
@@ -415,6 +426,13 @@ def to_rumi(obj: xr.DataArray | xr.Dataset, path: str | os.PathLike[str], *,
         A sample type Rumi cannot store (datetime64, object, strings...).
     RumiWriteError
         The destination cannot be written (an ``OSError``).
+
+    Examples
+    --------
+    >>> ds = xr.open_dataset("scene.rumi", engine="rumi")
+    >>> header = rx.to_rumi(ds.band_data.isel(time=slice(0, 2)), "two_dates.rumi", tile_size=64)
+    >>> dict(xr.open_dataset("two_dates.rumi", engine="rumi").band_data.sizes)
+    {'time': 2, 'band': 4, 'y': 128, 'x': 128}
     """
     from rumi_xarray.dask.chunks import write_chunks  # dask only once something is written
 

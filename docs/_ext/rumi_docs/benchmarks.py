@@ -61,21 +61,29 @@ def _machine_of_run(root: Path) -> str:
 
 def _stamp(fig: Figure, source: Source) -> None:
     """Print the results file, command and machine under the plot."""
-    fig.text(0.005, 0.005, f"{source.results}  |  {source.command}  |  commit {source.commit}"
+    fig.text(0.005, 0.005, f"{source.results}  |  {source.command}"
              f"\n{source.machine}", fontsize=6.5, color="#555555", va="bottom", ha="left")
 
 
 def _hbars(ax: Any, labels: list[str], values: list[float], colours: list[str],
-           notes: list[str], unit: str, log: bool = False) -> None:
+           notes: list[str], unit: str,
+           spread: list[tuple[float, float]] | None = None) -> None:
+    """Horizontal bars on a linear axis (a bar's length is its value), with the runs' spread.
+
+    ``spread`` holds each bar's (lowest, highest) run, drawn as an error bar.
+    """
     y = list(range(len(labels)))[::-1]
-    ax.barh(y, values, color=colours)
+    xerr = None
+    if spread is not None:
+        xerr = [[max(v - low, 0) for v, (low, _) in zip(values, spread, strict=True)],
+                [max(high - v, 0) for v, (_, high) in zip(values, spread, strict=True)]]
+    ax.barh(y, values, color=colours, xerr=xerr, error_kw={"lw": 0.8, "capsize": 2})
     ax.set_yticks(y, labels, fontsize=8)
-    if log:
-        ax.set_xscale("log")
-    top = max(v for v in values if v > 0)
-    ax.set_xlim(right=top * (8 if log else 1.8))
-    for yi, value, note in zip(y, values, notes, strict=True):
-        ax.text(value * (1.08 if log else 1) + (0 if log else top * 0.02), yi,
+    ends = [high for _, high in spread] if spread is not None else values
+    top = max(v for v in [*values, *ends] if v > 0)
+    ax.set_xlim(left=0, right=top * 1.8)
+    for yi, value, end, note in zip(y, values, ends, notes, strict=True):
+        ax.text(max(value, end) + top * 0.02, yi,
                 f"{value:.3g} {unit}{note}", va="center", fontsize=7)
     ax.set_xlabel(unit if unit != "s" else "seconds (median)", fontsize=8)
     ax.tick_params(axis="x", labelsize=7)
@@ -137,7 +145,8 @@ def run_page(root: Path, out: Path) -> str:
             engine = next(r["median"] for r in cell if r["reader"] == "engine")
             _hbars(ax, [r["label"] for r in cell], [r["median"] for r in cell],
                    [_colour(r["reader"]) for r in cell],
-                   [f"  {r['median'] / engine:.2f}x engine" for r in cell], "s")
+                   [f"  {r['median'] / engine:.2f}x engine" for r in cell], "s",
+                   spread=[(min(r["times"]), max(r["times"])) for r in cell])
             ax.set_title(_WHERE[place], fontsize=10)
         images.append((f"{_WORKLOAD[workload]}, every reader", _finish(
             fig, source, f"{_WORKLOAD[workload]}: time per reader, ratio to one rumi.read",
@@ -163,7 +172,8 @@ def run_page(root: Path, out: Path) -> str:
             ax.set_title(_WHERE[place], fontsize=10)
             ax.set_xlabel("speed-up (> 1: faster than the peer)", fontsize=8)
             ax.tick_params(axis="x", labelsize=7)
-        axes[0][0].legend(fontsize=7, loc="lower right")
+        # Beside the plots, never over a bar.
+        axes[0][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
         images.append((f"{_WORKLOAD[workload]}, speed-up over Zarr and GeoTIFF", _finish(
             fig, source, f"{_WORKLOAD[workload]}: Rumi readers against Zarr v3 and GeoTIFF",
             out, f"run-{workload}-peers")))
@@ -190,17 +200,16 @@ def run_page(root: Path, out: Path) -> str:
                 ax.barh(y, values, height=height * 0.95, color=shades[k % len(shades)],
                         label=f"{ms} ms per request")
                 for yi, value in zip(y, values, strict=True):
-                    ax.text(value * 1.08, yi, f"{value:.3g}" + (" s" if unit == "s" else ""),
+                    ax.text(value * 1.02, yi, f"{value:.3g}" + (" s" if unit == "s" else ""),
                             va="center", fontsize=6.5)
-            ax.set_xscale("log")
-            ax.set_xlim(right=max(r[key] for r in rows if r["where"] != "local") * 6)
+            ax.set_xlim(left=0, right=max(r[key] for r in rows if r["where"] != "local") * 1.4)
             ax.set_yticks(range(len(readers))[::-1], [label for _, label in readers],
                           fontsize=7.5)
             ax.set_xlabel("requests per run (open included)" if unit == "requests"
                           else "seconds (median)", fontsize=8)
             ax.tick_params(axis="x", labelsize=7)
-        axes[0].legend(fontsize=7, loc="lower right", title="HTTP server latency",
-                       title_fontsize=7)
+        axes[1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0),
+                       title="HTTP server latency", title_fontsize=7)
         axes[1].set_yticks([])
         images.append((f"{_WORKLOAD[workload]}: requests and time over latency", _finish(
             fig, source, f"{_WORKLOAD[workload]} over HTTP: requests and time as latency grows",
@@ -255,7 +264,8 @@ def sparse_page(root: Path, out: Path) -> str:
                     notes = [f"{n}, {cell[r]['requests_median']:g} req"
                              for n, r in zip(notes, readers, strict=True)]
                 _hbars(ax, [_SPARSE_LABELS.get(r, r) for r in readers], times,
-                       [_colour(r) for r in readers], notes, "s")
+                       [_colour(r) for r in readers], notes, "s",
+                       spread=[(min(cell[r]["times"]), max(cell[r]["times"])) for r in readers])
                 ax.set_title(f"{workload}, {place}", fontsize=9)
         title = (f"Sparse reads ({mode}): time per reader, ratio to the engine"
                  + (" and requests" if any(p.startswith("http") for p in places) else ""))
@@ -295,7 +305,7 @@ def stac_page(root: Path, out: Path) -> str:
     rows = _table_rows(text)
     workloads = list(dict.fromkeys(r[0] for r in rows))
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
-    for ax, column, what, log in ((left, 2, "s", False), (right, 3, "requests", True)):
+    for ax, column, what in ((left, 2, "s"), (right, 3, "requests")):
         labels, values, colours, notes = [], [], [], []
         for workload in workloads:
             for row in (r for r in rows if r[0] == workload):
@@ -304,7 +314,7 @@ def stac_page(root: Path, out: Path) -> str:
                 colours.append(OURS if "Rumi" in row[1] else PEER)
                 ratio = row[6 if column == 2 else 7]
                 notes.append(f"  (odc-stac / rumi {ratio})" if ratio else "")
-        _hbars(ax, labels, values, colours, notes, what, log=log)
+        _hbars(ax, labels, values, colours, notes, what)
     left.set_title("time", fontsize=10)
     right.set_title("requests", fontsize=10)
     images = [("time and requests", _finish(
@@ -334,7 +344,8 @@ def cluster_page(root: Path, out: Path) -> str:
     fig, ax = plt.subplots(figsize=(8, 3.2))
     _hbars(ax, [r[0] for r in rows], [float(r[1]) for r in rows],
            [ENGINE if r[0] == "engine" else OURS for r in rows],
-           [f"  (min {r[2]} s)" for r in rows], "s")
+           [f"  (min {r[2]} s)" for r in rows], "s",
+           spread=[(float(r[2]), float(r[1])) for r in rows])  # the report keeps min and median
     image = _finish(fig, source, "time mean on a LocalCluster: the engine, chunks={} and "
                     "chunks=\"auto\"", out, "cluster", bottom=0.12)
     intro = ("`benchmarks/cluster.py` computes a time mean of a series on a "
@@ -358,17 +369,17 @@ def open_speed_page(root: Path, out: Path) -> str:
              (4, "plan it"), (5, "explain()"))
     fig, ax = plt.subplots(figsize=(8, 0.5 * len(rows) * len(steps) + 1.4))
     height = 0.8 / len(steps)
+    top = max(max(r[1:]) for r in rows)
     for k, (column, label) in enumerate(steps):
         y = [len(rows) - 1 - i + 0.4 - (k + 0.5) * height for i in range(len(rows))]
         values = [r[column] for r in rows]
         ax.barh(y, values, height=height * 0.95, label=label)
         for yi, value in zip(y, values, strict=True):
-            ax.text(value * 1.08, yi, f"{value:g} s", va="center", fontsize=6.5)
-    ax.set_xscale("log")
-    ax.set_xlim(right=max(max(r[1:]) for r in rows) * 5)
+            ax.text(value + top * 0.01, yi, f"{value:g} s", va="center", fontsize=6.5)
+    ax.set_xlim(left=0, right=top * 1.3)
     ax.set_yticks(range(len(rows))[::-1], [f"{int(r[0]):,} scenes" for r in rows], fontsize=8)
     ax.set_xlabel("seconds", fontsize=8)
-    ax.legend(fontsize=7, loc="lower right")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     image = _finish(fig, source, "Opening and planning a catalog cube, by size", out,
                     "open-speed", bottom=0.1)
     intro = ("`benchmarks/open_speed.py` opens catalog cubes of growing size (no request at "
@@ -385,13 +396,16 @@ def _slug(text: str) -> str:
 
 
 def _page(title: str, intro: str, source: Source, images: list[tuple[str, str]]) -> str:
+    # The report's first line (its command and the commit it measured) is said above, in
+    # words: the site names no commit.
     lines = [f"# {title}\n", f"{intro}\n",
              f"- results: `{source.results}`\n- command: `{source.command}`\n"
-             f"- measured code: commit `{source.commit}`\n- machine: {source.machine}\n"]
+             f"- machine: {source.machine}\n"]
     for caption, image in images:
         lines.append(f"```{{figure}} {image}\n:alt: {caption}\n:width: 100%\n\n{caption}\n```\n")
     lines.append(f":::{{dropdown}} The report as the script wrote it (`{source.report}`)\n"
-                 f"```{{literalinclude}} /../{source.report}\n:language: text\n```\n:::\n")
+                 f"```{{literalinclude}} /../{source.report}\n:language: text\n:lines: 2-\n"
+                 "```\n:::\n")
     return "\n".join(lines)
 
 

@@ -96,14 +96,32 @@ def write(root: Path, docs: Path) -> None:
         figures = notebooks.figures(nb)
         if not figures:
             raise RuntimeError(f"{source.name} shows no figure: the gallery needs one")
-        nbformat.write(nb, out / source.name)
+        page = nbformat.from_dict(nb)
+        # The link goes under the title, so the page's title and summary stay the notebook's.
+        page.cells.insert(1, download_cell(source.stem))
+        nbformat.write(page, out / source.name)
         (out / "thumbnails" / f"{source.stem}.png").write_bytes(
             thumbnail(next(iter(figures.values()))))
         title, summary = _title_and_summary(nb, source.stem)
         entries.append((source.stem, title, summary))
     (out / "_cards.md").write_text(cards(entries, "/examples/"))
-    (out / "index.md").write_text(
-        "# Examples\n\nNotebooks from `notebooks/`, executed when the site was built, with "
-        "their output. Each runs on data it makes itself: open it in Jupyter with the "
-        "`notebooks` extra installed to run it yourself.\n\n" + cards(entries, "")
-        + "\n```{toctree}\n:hidden:\n\n" + "\n".join(n for n, _, _ in entries) + "\n```\n")
+    (out / "index.md").write_text(index_page(entries))
+
+
+def download_cell(name: str) -> nbformat.NotebookNode:
+    """Return the Markdown cell that offers the notebook ``name`` for download on its page."""
+    return nbformat.v4.new_markdown_cell(
+        f"{{download}}`Download this notebook <{name}.ipynb>` (run it in Jupyter with the "
+        "`notebooks` extra installed; it makes its own data).")
+
+
+def index_page(entries: list[tuple[str, str, str]]) -> str:
+    """Return the gallery page: the cards, a download link per notebook, the toctree."""
+    downloads = "\n".join(f"- {{download}}`{name}.ipynb <{name}.ipynb>`: {title}"
+                          for name, title, _ in entries)
+    return ("# Examples\n\nNotebooks from `notebooks/`, executed when the site was built, with "
+            "their output. Each runs on data it makes itself: download one and open it in "
+            "Jupyter with the `notebooks` extra installed to run it yourself.\n\n"
+            + cards(entries, "") + "\n## Downloads\n\n" + downloads + "\n"
+            + "\n```{toctree}\n:hidden:\n\n" + "\n".join(n for n, _, _ in entries)
+            + "\n```\n")

@@ -187,17 +187,17 @@ def _backend(var: xr.DataArray) -> tuple[RumiBackendArray, Any]:
     if hasattr(data, "__dask_graph__"):
         from rumi_xarray.dask.graphs import getter_calls
 
-        for source, _ in getter_calls(data):
-            located = find_backend(source)
-            if located is not None:
-                array = located[0]
-                expected = array.shape
-                if tuple(data.shape) != tuple(expected):
-                    raise RumiUnsupportedError(
-                        f"{array.cube.name}: chips are read from the cube as opened (chunked "
-                        f"{tuple(data.shape)} is a selection of {tuple(expected)}); select "
-                        f"before chunking, or take chips from the whole cube")
-                return array, None
+        arrays = _arrays_in(getter_calls(data))
+        if len(arrays) == 1 and tuple(data.shape) == tuple(arrays[0].shape):
+            return arrays[0], None
+        if len(arrays) > 1 and var.dims and var.dims[0] == "time":
+            # Files stacked along time by xr.open_mfdataset: one cube of their scenes.
+            return _stacked(data, var.dims), None
+        if arrays:
+            raise RumiUnsupportedError(
+                f"{arrays[0].cube.name}: chips are read from the cube as opened (chunked "
+                f"{tuple(data.shape)} is a selection of {tuple(arrays[0].shape)}); select "
+                f"before chunking, or take chips from the whole cube")
     else:
         located = find_backend(data)
         if located is not None:
@@ -205,6 +205,55 @@ def _backend(var: xr.DataArray) -> tuple[RumiBackendArray, Any]:
     raise RumiUnsupportedError(
         f"{var.name!r} is not backed by Rumi files opened with rumi_xarray (open it with "
         f"xr.open_dataset(..., engine='rumi'), rx.open_catalog or rx.open_mfdataset)")
+
+
+def _arrays_in(calls: list[tuple[Any, Any]]) -> list[RumiBackendArray]:
+    """Return the distinct Rumi arrays a dask array's reads come from, in order found."""
+    arrays: list[RumiBackendArray] = []
+    for source, _ in calls:
+        located = find_backend(source)
+        if located is not None and not any(located[0] is a for a in arrays):
+            arrays.append(located[0])
+    return arrays
+
+
+def _stacked(data: Any, dims: tuple[str, ...]) -> RumiBackendArray:
+    """Return one Rumi array over files a dask array stacks along time, in its order.
+
+    ``xr.open_mfdataset(..., engine="rumi")`` concatenates one array per file;
+    each time block of the result must read one whole file (its every band,
+    row and column), and the files must share a frame layout, so that a
+    batch of chips across them is still one ``read_many``.
+    """
+    from rumi_xarray.dask.graphs import getter_calls
+
+    scenes: list[Any] = []
+    steps: list[tuple[int, int]] = []
+    first: RumiBackendArray | None = None
+    for i in range(len(data.chunks[0])):
+        block = data.blocks[i]
+        arrays = _arrays_in(getter_calls(block))
+        array = arrays[0] if len(arrays) == 1 else None
+        if (array is None or array.band is not None or array.dims != dims
+                or tuple(block.shape) != tuple(array.shape)):
+            raise RumiUnsupportedError(
+                f"chips are read from whole files stacked along time; time block {i} of "
+                f"this {tuple(data.shape)} array reads "
+                f"{'several files' if len(arrays) > 1 else 'a selection of a file'}: take "
+                f"chips from the cube as opened (or open it with rx.open_mfdataset)")
+        if first is None:
+            first = array
+        elif (not array.cube.grid.same_layout(first.cube.grid)
+              or array.shape[1:] != first.shape[1:]):
+            raise RumiUnsupportedError(
+                f"{array.cube.name} does not share the frame layout of "
+                f"{first.cube.name}: chips from both are not one read")
+        offset = len(scenes)
+        scenes.extend(array.cube.scenes)
+        steps.extend((offset + s, t) for s, t in array.cube.steps)
+    assert first is not None  # a dask array has at least one block
+    cube = Cube(tuple(scenes), first.cube.grid, tuple(steps))
+    return RumiBackendArray(cube)
 
 
 def _positions(key: Any, dims: tuple[str, ...], shape: tuple[int, ...]

@@ -103,11 +103,16 @@ def _check(rows: pd.DataFrame, grids: list[Grid]) -> None:
 
 
 def _order(rows: pd.DataFrame, duplicates: str) -> pd.DataFrame:
-    """Sort rows by time (then path) and apply the duplicates policy."""
+    """Sort rows by time (ties in table order) and apply the duplicates policy.
+
+    The tie rule of a table on disk (``catalogs/index.py``), which cannot read the
+    paths at open: one rule, so ``duplicates="first"``/``"last"`` keep the same file
+    whether the rows are given in memory or as a Parquet file.
+    """
     if duplicates not in DUPLICATES:
         raise RumiCatalogError(f"duplicates must be one of {DUPLICATES}, got {duplicates!r}")
     key = rows["time_seconds"].map(lambda s: tuple(s))
-    rows = rows.assign(_key=key).sort_values(["_key", "path", "_row"], kind="stable")
+    rows = rows.assign(_key=key).sort_values(["_key", "_row"], kind="stable")
     dup = rows["_key"].duplicated(keep=False)
     if dup.any():
         if duplicates == "error":
@@ -129,7 +134,9 @@ def open_catalog(table: pd.DataFrame | str | os.PathLike[str], *, chunks: Any = 
                  bbox: Any = None, coords: Any = "numeric") -> xr.Dataset:
     """Open the scenes of a catalog as one cube, without any request to the files.
 
-    Rows are stacked along ``time``, sorted by time and then by path. Every
+    Rows are stacked along ``time``, sorted by time; rows with the same time
+    keep table order (:func:`rumi_xarray.catalog` lists files sorted by path),
+    in memory and on disk alike. Every
     scene must share size, transform, CRS, bands, dtype, tile size, frame
     layout, nodata, scale and offset; the first row that does not is named in
     a :class:`~rumi_xarray.errors.RumiCatalogError`.
@@ -155,8 +162,9 @@ def open_catalog(table: pd.DataFrame | str | os.PathLike[str], *, chunks: Any = 
         (scenes stacked along time, one ``read_many`` each), ``"auto"``
         multiples of it; without chunks the cube is lazily indexed.
     duplicates : {"keep", "first", "last", "error"}, default "keep"
-        Scenes with identical time steps: keep all (deterministic order by
-        path), keep the first or last by path, or raise.
+        Scenes with identical time steps: keep all (in table order), keep the
+        first or last in table order, or raise; the same rows whether the
+        table is in memory or on disk.
     band_as_variable : bool, default False
     mask_and_scale : bool, optional
         Unset (the default): xarray's CF decoding, as ``xr.open_dataset(...,

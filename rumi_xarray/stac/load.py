@@ -387,9 +387,9 @@ def _open_shared(sources: Sequence[StacSource], groups: Sequence[Sequence[stac_p
     band_as_variable = o.band_as_variable
     ds = open_catalog(catalog_table(sources), chunks=o.chunks, band_as_variable=band_as_variable,
                       mask_and_scale=o.mask_and_scale, storage_options=o.storage_options)
-    # open_catalog orders scenes by time, then path; the groups may order them otherwise.
-    order = sorted(range(len(sources)),
-                   key=lambda i: (tuple(sources[i].seconds), sources[i].href, i))
+    # open_catalog orders scenes by time, then table order (the sources' order here);
+    # the groups may order them otherwise.
+    order = sorted(range(len(sources)), key=lambda i: (tuple(sources[i].seconds), i))
     position: dict[tuple[int, int], int] = {}
     for i in order:
         for step in range(len(sources[i].seconds)):

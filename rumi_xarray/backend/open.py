@@ -122,10 +122,14 @@ def open_dataset(filename_or_obj: Any, *, chunks: Any = None, **kwargs: Any) -> 
         As for :func:`xarray.open_dataset`: ``{}`` one read group per chunk,
         ``"auto"`` multiples of it, or explicit sizes.
     **kwargs
-        Any keyword of :func:`xarray.open_dataset` (``mask_and_scale``
-        defaults to True, as for xarray's other engines: nodata becomes NaN
-        and scale/offset are applied, as ``rioxarray.open_rasterio(...,
-        mask_and_scale=True)`` does), plus:
+        Any keyword of :func:`xarray.open_dataset`. ``mask_and_scale``
+        unset (xarray's default): CF decoding as for xarray's other engines,
+        nodata becomes NaN and scale/offset are applied where the file has
+        them, as ``rioxarray.open_rasterio(..., mask_and_scale=True)`` does,
+        while integers with nothing to mask or scale stay integers. True:
+        rioxarray's masked reading, always floats (float32 up to 16-bit
+        samples, float64 above). False: the stored samples. The same on every
+        door (:mod:`rumi_xarray.conventions.decoding`). Plus:
 
         band_as_variable : bool, default False
             One variable per band (named by its short band name) instead of

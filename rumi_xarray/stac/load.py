@@ -166,16 +166,21 @@ def open_stac(items: Any, bands: str | Sequence[str] | None = None, *, crs: Any 
     nodata : float, optional
         Output fill value (and ``nodata`` attribute) instead of the Items'
         nodata.
-    mask_and_scale : bool, default False
-        False: raw samples, as ``odc.stac.load`` returns them (nodata where
-        nothing valid falls, ``nodata`` attribute), with their CF attributes
+    mask_and_scale : bool or None, default False
+        As on every door (:mod:`rumi_xarray.conventions.decoding`; the table
+        of defaults is in the nodata and CF guide). False: raw samples, as
+        ``odc.stac.load`` returns them (nodata where nothing valid falls,
+        ``nodata`` attribute), with their CF attributes
         (``_FillValue``, ``scale_factor``, ``add_offset``, ``units``) so that
         ``xr.decode_cf(ds)`` decodes them; ``ds.B04.rio.nodata`` is the raw
-        nodata. True: decoded values, exactly what
-        ``xr.open_dataset(path, engine="rumi")`` gives for the same files
+        nodata. True: decoded values, exactly what ``xr.open_dataset(path,
+        engine="rumi", mask_and_scale=True)`` gives for the same files
         (floats, NaN where nodata, scale and offset applied; the packing in
         ``encoding`` as xarray's decoder leaves it, ``nodata`` attribute NaN),
-        like stackstac's ``rescale=True``. Reprojection and mosaicking work on
+        like stackstac's ``rescale=True``, and always floats (float32 up to
+        16-bit samples, float64 above, as rioxarray). None: the same CF
+        decoding, but integers with nothing to mask or scale stay integers
+        (``xr.open_dataset``'s default). Reprojection and mosaicking work on
         the raw samples either way (nodata respected), decoding follows.
         Integer samples without a nodata (none in the Items, no ``nodata=``)
         have nothing to mask: pixels no Item covers are 0 before decoding.

@@ -192,7 +192,7 @@ def _backend(var: xr.DataArray) -> tuple[RumiBackendArray, Any]:
             return arrays[0], None
         if len(arrays) > 1 and var.dims and var.dims[0] == "time":
             # Files stacked along time by xr.open_mfdataset: one cube of their scenes.
-            return _stacked(data, var.dims), None
+            return _stacked(data, tuple(str(d) for d in var.dims)), None
         if arrays:
             raise RumiUnsupportedError(
                 f"{arrays[0].cube.name}: chips are read from the cube as opened (chunked "

@@ -204,8 +204,8 @@ class ChipDataset(Dataset[Sample]):
                     f"position)", "mask_band", mask.cube.name)
             return None
         if isinstance(band, bool) or not isinstance(band, (str, int, np.integer)):
-            raise argument_error(f"mask_band={band!r} must be one band name or position",
-                                 "mask_band")
+            raise argument_error(f"mask_band={band!r} must be one band label (a name, or "
+                                 f"1..n for unnamed bands)", "mask_band")
         mask.band_positions(band)  # an unknown band fails here
         return band
 

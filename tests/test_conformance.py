@@ -46,6 +46,8 @@ FILES = {
     "uint16_no_nodata": ("gdal", "uint16_no_nodata", [2]),  # nothing to mask: #1's case
     "packed_int16_scale_offset": ("gdal", "packed_int16_scale_offset", [2]),  # scale, offset
 }
+#: Files whose rows the quick suite leaves to ``-m slow`` (their kind is covered by another).
+SLOW = ("rmnp-dem",)
 UNSET = "unset"
 MASK_AND_SCALE: list[Any] = [UNSET, None, True, False]
 
@@ -238,7 +240,8 @@ def _assert_same(got: xr.DataArray, want: xr.DataArray, door: str) -> None:
 @pytest.mark.parametrize("mask_and_scale", MASK_AND_SCALE,
                          ids=["unset", "None", "True", "False"])
 @pytest.mark.parametrize("door", list(DOORS))
-@pytest.mark.parametrize("name", list(FILES))
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n
+                                  for n in FILES])
 def test_every_door_gives_the_single_file_answer(series: dict[str, list[Path]], name: str,
                                                  door: str, mask_and_scale: Any,
                                                  selected: bool) -> None:

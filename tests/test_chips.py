@@ -126,7 +126,8 @@ def test_chips_decode_into_a_given_buffer(demo: dict) -> None:
     buffer = torch.empty((5, 2, CHIP, CHIP), dtype=torch.uint16).share_memory_()
     got = rx.read_chips(cube, starts, CHIP, band_index=[3, 1], out=buffer.numpy())
     assert got.ctypes.data == buffer.data_ptr()  # decoded in place, no copy
-    np.testing.assert_array_equal(buffer.numpy(), rx.read_chips(cube, starts, CHIP, band_index=[3, 1]))
+    np.testing.assert_array_equal(buffer.numpy(),
+                                  rx.read_chips(cube, starts, CHIP, band_index=[3, 1]))
     with pytest.raises(rx.RumiSelectionError, match="out= must be"):
         rx.read_chips(cube, starts, CHIP, out=np.empty((5, 4, CHIP, CHIP), np.float32))
 

@@ -361,3 +361,23 @@ def test_chips_from_xr_open_mfdataset_cube(series: dict[str, list[Path]]) -> Non
     for i, (t, r, c) in enumerate(starts):
         np.testing.assert_array_equal(got[i], truth.read(files[t])[0, :, r:r + 16, c:c + 16])
     assert rx.explain_chips(cube, starts, 16).calls == 1
+
+
+@pytest.mark.parametrize("mask_and_scale", [None, True, False], ids=["None", "True", "False"])
+@pytest.mark.parametrize("name", ["rmnp-rgb", "uint16_no_nodata"])
+def test_reprojecting_stac_path_decodes_as_the_single_file(series: dict[str, list[Path]],
+                                                           name: str, mask_and_scale: Any
+                                                           ) -> None:
+    """open_stac's mosaicking path (an output grid past the images) decodes by the policy."""
+    files = series[name]
+    want = _reference(files, mask_and_scale, None)
+    import odc.geo.xr  # noqa: F401  (registers .odc)
+
+    padded = want.odc.geobox.pad(4)
+    ds = rx.open_stac(rx.to_stac(files), band_as_variable=False, geobox=padded,
+                      mask_and_scale=mask_and_scale)
+    renames = {d: n for d, n in (("latitude", "y"), ("longitude", "x")) if d in ds.dims}
+    got = ds.rename(renames)["band_data"].isel(y=slice(4, -4), x=slice(4, -4)).load()
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got.values, want.values)
+    np.testing.assert_array_equal(got["band"].values, want["band"].values)

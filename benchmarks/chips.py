@@ -225,7 +225,9 @@ def make_arms(rumi_paths: list[str], tif_paths: list[str], chip: int, batch: int
         return DataLoader(dataset, batch_size=batch, sampler=sampler, num_workers=LOADER_WORKERS,
                           persistent_workers=True, prefetch_factor=1, **kwargs), sampler
 
-    chip_loader, chip_sampler = loader(ChipDataset(cube, chip), collate_fn=collate)
+    # stored samples, as the GeoTIFF arm reads them (ChipDataset decodes to floats by default)
+    chip_loader, chip_sampler = loader(ChipDataset(cube, chip, mask_and_scale=False),
+                                       collate_fn=collate)
     # GDAL is not fork-safe once it has used curl (/vsicurl/ in this process): forked
     # workers read garbage tiles ("ZSTD: Unknown frame descriptor"), so they are spawned.
     tif_loader, tif_sampler = loader(RasterioDataset(tif_paths, chip),

@@ -28,6 +28,7 @@ import torch
 from torch.utils.data import Dataset, Sampler
 
 from rumi_xarray.backend.chips import ChipSource, bounds, chip_source, explain_chips, read_chips
+from rumi_xarray.conventions import decoding
 from rumi_xarray.errors import RumiSelectionError, argument_error
 from rumi_xarray.model.chips import grid_starts, random_starts
 from rumi_xarray.model.costs import Explanation
@@ -126,8 +127,9 @@ class ChipDataset(Dataset[Sample]):
         catalog, STAC); a sequence for scenes on several grids.
     size : int
         Chip height and width in pixels.
-    bands : str, int or sequence, optional
-        Band names or positions; default every band.
+    bands : hashable or sequence, optional
+        Band labels, as ``.sel(band=...)`` takes them (short names, or 1..n
+        for unnamed bands); default every band.
     transform : callable, optional
         Applied to every sample dict (as torchgeo's ``transforms``).
     mask : Dataset or DataArray, optional
@@ -137,12 +139,19 @@ class ChipDataset(Dataset[Sample]):
         transform and CRS must equal the image's (else
         :class:`~rumi_xarray.errors.RumiArgumentError`, ``keyword="mask"``).
     mask_band : str or int, optional
-        The mask's band (name or position); needed when the mask has
-        more than one band.
+        The mask's band label (a name, or 1..n for unnamed bands); needed
+        when the mask has more than one band.
     boundless : bool, default False
         Chips may cross the raster's edge (filled with nodata).
-    mask_and_scale : bool, default False
-        Decoded floats (nodata as NaN) instead of the stored samples.
+    mask_and_scale : bool or None, default True
+        As on every door (``docs/guide/nodata-cf.md``). True (the default):
+        rioxarray's masked floats, the float32 tensors torch's operations and
+        torchgeo expect (float64 for samples wider than 16 bits), nodata as
+        NaN, scale and offset applied. None: xarray's CF decoding (integers
+        with nothing to mask stay integers). False: the stored samples.
+        The mask (``mask=``) is always read as stored (class labels).
+    band_index : int or sequence of int, optional
+        0-based band positions instead of ``bands=`` labels.
 
     Notes
     -----
@@ -164,12 +173,14 @@ class ChipDataset(Dataset[Sample]):
     def __init__(self, cube: Any, size: int, bands: Any = None,
                  transform: Callable[[Sample], Sample] | None = None, *,
                  mask: Any = None, mask_band: str | int | None = None,
-                 boundless: bool = False, mask_and_scale: bool = False) -> None:
+                 boundless: bool = False, mask_and_scale: bool | None = True,
+                 band_index: Any = None) -> None:
         self.sources, self.many = _sources(cube)
         self.size = _positive("size", size)
         if not boundless:
             _check_fits(self.sources, self.size)
         self.bands = bands
+        self.band_index = band_index
         self.transform = transform
         self.boundless = boundless
         self.mask_and_scale = mask_and_scale
@@ -182,7 +193,7 @@ class ChipDataset(Dataset[Sample]):
         elif mask_band is not None:
             raise argument_error("mask_band= goes with mask=", "mask_band")
         for source in self.sources:
-            source.band_positions(bands)  # a bad selection fails here, not in a worker
+            source.band_positions(bands, band_index)  # a bad selection fails here, not in a worker
 
     def _mask_band(self, mask: ChipSource, band: str | int | None) -> str | int | None:
         """Check the mask lies on the image's grid and return its band selection to read."""
@@ -202,8 +213,8 @@ class ChipDataset(Dataset[Sample]):
                     f"position)", "mask_band", mask.cube.name)
             return None
         if isinstance(band, bool) or not isinstance(band, (str, int, np.integer)):
-            raise argument_error(f"mask_band={band!r} must be one band name or position",
-                                 "mask_band")
+            raise argument_error(f"mask_band={band!r} must be one band label (a name, or "
+                                 f"1..n for unnamed bands)", "mask_band")
         mask.band_positions(band)  # an unknown band fails here
         return band
 
@@ -237,7 +248,7 @@ class ChipDataset(Dataset[Sample]):
         samples: list[Sample | None] = [None] * len(keys)
         for g, (positions, starts) in by_grid.items():
             source = self.sources[g]
-            images = self._read(source, starts, self.bands, self.mask_and_scale)
+            images = self._read(source, starts, self.bands, self.mask_and_scale, self.band_index)
             masks = None
             if self.mask is not None:
                 mask_starts = starts.copy()
@@ -258,7 +269,7 @@ class ChipDataset(Dataset[Sample]):
         return out
 
     def _read(self, source: ChipSource, starts: np.ndarray, bands: Any,
-              mask_and_scale: bool) -> torch.Tensor:
+              mask_and_scale: bool | None, band_index: Any = None) -> torch.Tensor:
         """Read one batch of one grid as a tensor, without a copy.
 
         In the main process the tensor is librumi's allocation (DLPack). In a
@@ -268,13 +279,21 @@ class ChipDataset(Dataset[Sample]):
         """
         from torch.utils.data import get_worker_info
 
-        if get_worker_info() is None or mask_and_scale:
-            return read_chips(source, starts, self.size, bands=bands, framework="torch",
-                              boundless=self.boundless, mask_and_scale=mask_and_scale)
-        shape = (len(starts), len(source.band_positions(bands)), self.size, self.size)
-        tensor = torch.empty(shape, dtype=_TORCH_TYPES[source.dtype.name]).share_memory_()
-        read_chips(source, starts, self.size, bands=bands, boundless=self.boundless,
-                   out=tensor.numpy())
+        if get_worker_info() is None:
+            return read_chips(source, starts, self.size, bands=bands, band_index=band_index,
+                              framework="torch", boundless=self.boundless,
+                              mask_and_scale=mask_and_scale)
+        shape = (len(starts), len(source.band_positions(bands, band_index)), self.size,
+                 self.size)
+        dtype = decoding.decoded_dtype(source.dtype, source.cf, mask_and_scale)
+        tensor = torch.empty(shape, dtype=_TORCH_TYPES[dtype.name]).share_memory_()
+        if not decoding.changes_samples(source.dtype, source.cf, mask_and_scale):
+            read_chips(source, starts, self.size, bands=bands, band_index=band_index,
+                       boundless=self.boundless, out=tensor.numpy())
+        else:  # decoded floats are a new array: written once, into shared memory
+            tensor.numpy()[...] = read_chips(source, starts, self.size, bands=bands,
+                                             band_index=band_index, boundless=self.boundless,
+                                             mask_and_scale=mask_and_scale)
         return tensor
 
     def explain(self, keys: Sequence[Sequence[int]]) -> Explanation:
@@ -289,7 +308,7 @@ class ChipDataset(Dataset[Sample]):
         Explanation
         """
         parts = [explain_chips(self.sources[g], starts, self.size, bands=self.bands,
-                               boundless=self.boundless)
+                               band_index=self.band_index, boundless=self.boundless)
                  for g, (_, starts) in self._split(keys).items()]
         if self.mask is not None:
             starts = np.asarray([k[-3:] for k in keys], dtype=np.int64)

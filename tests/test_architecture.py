@@ -747,3 +747,97 @@ def test_make_lint_passes() -> None:
         if out.returncode != 0:
             failures.append(f"$ {' '.join(command)}\n{out.stdout[-6000:]}{out.stderr[-2000:]}")
     assert not failures, "\n".join(failures)
+
+
+# --- the conformance matrix covers every door (issue 29) ---------------------------------
+
+#: Public names that neither open nor read raster data, and why: every other public
+#: function of ``rumi_xarray``, ``rumi_xarray.torch`` and the ``.rumi`` accessor is a
+#: door, and must be a row of the conformance matrix (``DOORS`` in tests/test_conformance.py).
+NOT_DOORS = {
+    "Explanation": "a cost report",
+    "cache_info": "tile-cache statistics",
+    "catalog": "reads headers into a table, no samples",
+    "clear_cache": "empties the tile cache",
+    "explain": "a dry run, no I/O",
+    "explain_chips": "a dry run, no I/O",
+    "get_options": "settings",
+    "set_options": "settings",
+    "stats": "read counters",
+    "to_rumi": "writes",
+    "to_stac": "describes files, no samples",
+    "write_array": "writes",
+    "torch.GridChipSampler": "yields chip positions",
+    "torch.RandomChipSampler": "yields chip positions",
+    "torch.collate": "stacks samples a door read",
+    ".rumi.explain": "a dry run, no I/O",
+    ".rumi.explain_chips": "a dry run, no I/O",
+    ".rumi.to_rumi": "writes",
+}
+#: A public name -> the rows of the matrix that read through it.
+DOOR_ROWS = {
+    "RumiBackendEntrypoint": ("xr.open_dataset", "xr.open_mfdataset"),
+}
+
+
+def _literal_all(path: Path) -> list[str]:
+    """Return the names of a module's literal ``__all__`` list (read with ast)."""
+    for node in ast.parse(path.read_text()).body:
+        if (isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__"
+                                                 for t in node.targets)):
+            return [ast.literal_eval(e) for e in node.value.elts]  # type: ignore[attr-defined]
+    return []
+
+
+def public_doors() -> dict[str, tuple[str, ...]]:
+    """Return every public name that opens or reads data -> the matrix rows it needs."""
+    names = [n for n in _literal_all(PACKAGE / "__init__.py")]
+    names += [f"torch.{n}" for n in _literal_all(PACKAGE / "torch.py")]
+    tree = ast.parse((PACKAGE / "backend" / "accessor.py").read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and node.name == "_RumiAccessor":
+            names += [f".rumi.{f.name}" for f in node.body
+                      if isinstance(f, ast.FunctionDef) and not f.name.startswith("_")
+                      and not any(isinstance(d, ast.Name) and d.id == "property"
+                                  for d in f.decorator_list)]
+    out = {}
+    for name in names:
+        if name in NOT_DOORS:
+            continue
+        short = name if name.startswith((".", "torch.")) else f"rx.{name}"
+        out[name] = DOOR_ROWS.get(name, (short,))
+    return out
+
+
+def matrix_doors() -> set[str]:
+    """Return the keys of ``DOORS`` in tests/test_conformance.py (read with ast)."""
+    tree = ast.parse((ROOT / "tests" / "test_conformance.py").read_text())
+    for node in tree.body:
+        target = getattr(node, "target", None) or (getattr(node, "targets", None) or [None])[0]
+        if isinstance(target, ast.Name) and target.id == "DOORS":
+            value = node.value  # type: ignore[attr-defined]
+            return {k.value.split(" (")[0] for k in value.keys if isinstance(k, ast.Constant)}
+    raise AssertionError("tests/test_conformance.py has no DOORS registry")
+
+
+def test_public_doors_finder_sees_the_doors_we_know() -> None:
+    doors = public_doors()
+    for name in ("open_dataset", "open_mfdataset", "open_catalog", "open_catalog_grids",
+                 "open_stac", "read_chips", "torch.ChipDataset", ".rumi.chips",
+                 "RumiBackendEntrypoint"):
+        assert name in doors, name
+    assert "to_rumi" not in doors and ".rumi.explain" not in doors
+
+
+def test_every_public_door_is_in_the_conformance_matrix() -> None:
+    rows = matrix_doors()
+    missing = {name: [r for r in need if r not in rows]
+               for name, need in public_doors().items()}
+    missing = {k: v for k, v in missing.items() if v}
+    assert not missing, (
+        f"public doors missing from DOORS in tests/test_conformance.py: {missing}; add a "
+        f"row (or, for a name that reads no data, a reason in NOT_DOORS)")
+    stale = set(NOT_DOORS) - {*_literal_all(PACKAGE / "__init__.py"),
+                              *(f"torch.{n}" for n in _literal_all(PACKAGE / "torch.py")),
+                              ".rumi.explain", ".rumi.explain_chips", ".rumi.to_rumi"}
+    assert not stale, f"NOT_DOORS names no public function: {stale}"

@@ -140,7 +140,7 @@ def test_duplicates_policy(scenes, tmp_path):
     table = rx.catalog([*paths[:8], twin])
     kept = rx.open_catalog(table)
     assert kept.sizes["time"] == 9
-    # same time: ordered by path, so the corpus file precedes twin.rumi deterministically
+    # same time: table order, so the corpus file (listed first) precedes twin.rumi
     np.testing.assert_array_equal(kept.band_data.isel(time=4).values, data[4])
     np.testing.assert_array_equal(kept.band_data.isel(time=5).values, data[4] + 1)
     first = rx.open_catalog(table, duplicates="first")
@@ -149,6 +149,25 @@ def test_duplicates_policy(scenes, tmp_path):
     np.testing.assert_array_equal(last.band_data.isel(time=4).values, data[4] + 1)
     with pytest.raises(ValueError, match="share the time"):
         rx.open_catalog(table, duplicates="error")
+
+
+def test_duplicates_keep_the_same_file_in_memory_and_on_disk(scenes, tmp_path):
+    """One tie rule (table order): rows in memory and their Parquet file keep one file."""
+    _, paths, data = scenes
+    twin = tmp_path / "a_twin.rumi"  # listed last, then first: table order decides
+    write_array(twin, data[4:5] + 1, bands=BANDS, time=[date(4)], transform=TRANSFORM,
+                crs=32633, tile_size=64)
+    for listed, first_wins in (([*paths[:8], twin], data[4]), ([twin, *paths[:8]], data[4] + 1)):
+        table = rx.catalog(listed)
+        on_disk = tmp_path / f"catalog_{len(list(tmp_path.glob('*.parquet')))}.parquet"
+        table.to_parquet(on_disk)
+        for duplicates, want in (("first", first_wins),
+                                 ("last", data[4] + data[4] + 1 - first_wins)):
+            for given in (table, on_disk):
+                cube = rx.open_catalog(given, duplicates=duplicates)
+                assert cube.sizes["time"] == 8
+                np.testing.assert_array_equal(cube.band_data.isel(time=4).values, want,
+                                              err_msg=f"{duplicates} {type(given).__name__}")
 
 
 @pytest.mark.parametrize("change", ["size", "crs", "bands", "dtype", "tile"])

@@ -96,10 +96,10 @@ def test_catalog_chips_over_http_touch_no_more_requests_than_frames(demo: dict) 
         urls = [http.url(os.path.relpath(p, root)) for p in demo["scenes"]]
         cube = rx.open_catalog(rx.catalog(urls))
         starts = random_starts(np.random.default_rng(4), 12, DATES)
-        plan = rx.explain_chips(cube, starts, CHIP, bands=[1, 2])
+        plan = rx.explain_chips(cube, starts, CHIP, band_index=[1, 2])
         http.reset()
         rx.stats(reset=True)
-        got = rx.read_chips(cube, starts, CHIP, bands=[1, 2])
+        got = rx.read_chips(cube, starts, CHIP, band_index=[1, 2])
         counts = rx.stats(reset=True)
         served = http.requests()
     assert counts["calls"] == 1
@@ -124,9 +124,10 @@ def test_chips_decode_into_a_given_buffer(demo: dict) -> None:
     cube = rx.open_mfdataset(demo["scenes"])
     starts = random_starts(np.random.default_rng(6), 5, DATES)
     buffer = torch.empty((5, 2, CHIP, CHIP), dtype=torch.uint16).share_memory_()
-    got = rx.read_chips(cube, starts, CHIP, bands=[3, 1], out=buffer.numpy())
+    got = rx.read_chips(cube, starts, CHIP, band_index=[3, 1], out=buffer.numpy())
     assert got.ctypes.data == buffer.data_ptr()  # decoded in place, no copy
-    np.testing.assert_array_equal(buffer.numpy(), rx.read_chips(cube, starts, CHIP, bands=[3, 1]))
+    np.testing.assert_array_equal(buffer.numpy(),
+                                  rx.read_chips(cube, starts, CHIP, band_index=[3, 1]))
     with pytest.raises(rx.RumiSelectionError, match="out= must be"):
         rx.read_chips(cube, starts, CHIP, out=np.empty((5, 4, CHIP, CHIP), np.float32))
 
@@ -190,9 +191,9 @@ def test_hostile_chip_requests_raise_typed_errors_naming_the_scene(demo: dict,
         rx.read_chips(cube, [[DATES, 0, 0]], CHIP)
     with pytest.raises(rx.RumiSelectionError, match="positive"):
         rx.read_chips(cube, [[0, 0, 0]], 0)
-    with pytest.raises(rx.RumiSelectionError, match="mix names and positions"):
+    with pytest.raises(rx.RumiSelectionError, match="band_index=1 for a position"):
         rx.read_chips(cube, [[0, 0, 0]], CHIP, bands=["B04", 1])
-    with pytest.raises(rx.RumiSelectionError, match="no band named"):
+    with pytest.raises(rx.RumiSelectionError, match="no band labelled"):
         rx.read_chips(cube, [[0, 0, 0]], CHIP, bands=["B99"])
     with pytest.raises(rx.RumiSelectionError, match=r"\(n, 3\)"):
         rx.read_chips(cube, [[0, 0]], CHIP)
@@ -216,7 +217,7 @@ def test_hostile_chip_requests_raise_typed_errors_naming_the_scene(demo: dict,
 def test_chip_dataset_reads_a_batch_in_one_call_and_collates_without_copy(demo: dict) -> None:
     cube = rx.open_mfdataset(demo["scenes"])
     labels = xr.open_dataset(demo["land_cover"], engine="rumi")
-    ds = ChipDataset(cube, CHIP, bands=["B04", "B08"], mask=labels)
+    ds = ChipDataset(cube, CHIP, bands=["B04", "B08"], mask=labels, mask_and_scale=False)
     assert len(pickle.dumps(ds)) < 64 * 1024  # paths and headers, no arrays
     keys = list(RandomChipSampler(cube, CHIP, 8, seed=0))
     rx.stats(reset=True)
@@ -238,7 +239,7 @@ def test_chip_dataset_reads_a_batch_in_one_call_and_collates_without_copy(demo: 
 
 def test_dataloader_batches_are_identical_with_0_and_2_workers(demo: dict) -> None:
     cube = rx.open_mfdataset(demo["scenes"])
-    ds = ChipDataset(cube, CHIP, bands=[0, 3])
+    ds = ChipDataset(cube, CHIP, band_index=[0, 3], mask_and_scale=False)
     batches = {}
     for workers in (0, 2):
         loader = DataLoader(ds, batch_size=4, sampler=RandomChipSampler(cube, CHIP, 12, seed=7),
@@ -273,7 +274,7 @@ def test_chips_per_grid_from_scenes_on_different_grids(demo: dict, tmp_path: Pat
     rx.to_rumi(small, other, tile_size=TILE)
     cubes = rx.open_catalog_grids(rx.catalog([*demo["scenes"], other]))
     assert [c.sizes["time"] for c in cubes] == [DATES, 1]  # one cube per grid
-    ds = ChipDataset(cubes, CHIP)
+    ds = ChipDataset(cubes, CHIP, mask_and_scale=False)
     keys = list(RandomChipSampler(cubes, CHIP, 60, seed=2))
     assert {k[0] for k in keys} == {0, 1}
     samples = ds.__getitems__(keys)
@@ -302,7 +303,7 @@ def test_a_corrupt_frame_fails_the_batch_naming_its_scene(demo: dict, tmp_path: 
         f.write(bytes([byte[0] ^ 0x10]))
     cube = rx.open_mfdataset(copies)  # opened after the flip: checksums, not the file stamp
     with pytest.raises(rx.RumiError) as info:
-        rx.read_chips(cube, [[0, 0, 0], [1, 0, 0], [2, 0, 0]], CHIP, bands=[2])
+        rx.read_chips(cube, [[0, 0, 0], [1, 0, 0], [2, 0, 0]], CHIP, band_index=[2])
     assert os.path.basename(copies[1]) in str(info.value)
     assert not isinstance(info.value, rx.RumiFileChangedError)
 
@@ -329,7 +330,7 @@ def test_any_batch_of_chips_equals_numpy_on_the_read_file(padded_series, data) -
         st.tuples(st.integers(0, DATES - 1), st.integers(low, high), st.integers(low, high)),
         min_size=n, max_size=n), label="starts"))
     bands = data.draw(st.lists(st.integers(0, 3), min_size=1, max_size=4), label="bands")
-    got = rx.read_chips(ds, starts, size, bands=bands, boundless=boundless)
+    got = rx.read_chips(ds, starts, size, band_index=bands, boundless=boundless)
     assert got.shape == (n, len(bands), size, size)
     for i, (t, r, c) in enumerate(starts.tolist()):
         want = padded[t][bands][:, r + pad:r + pad + size, c + pad:c + pad + size]
@@ -385,7 +386,7 @@ def test_a_multi_band_mask_needs_mask_band(demo: dict, tmp_path: Path) -> None:
         ChipDataset(cube, CHIP, mask=mask)
     assert info.value.keyword == "mask_band"
     keys = [(0, 10, 20), (1, 0, 0)]
-    for band in ("b", 1):
+    for band in ("b",):
         samples = ChipDataset(cube, CHIP, mask=mask, mask_band=band).__getitems__(keys)
         for (_, r, c), sample in zip(keys, samples, strict=True):
             np.testing.assert_array_equal(sample["mask"].numpy(),

@@ -198,7 +198,8 @@ class _RumiAccessor:
             ``(n, 3)`` ``(time, row, col)`` of each chip's upper-left pixel.
         size : int
         **kwargs
-            ``bands``, ``boundless``, ``fill_value``, ``mask_and_scale``.
+            ``bands`` (labels), ``band_index`` (positions), ``boundless``,
+            ``fill_value``, ``mask_and_scale`` (default False, the stored samples).
 
         Returns
         -------
@@ -223,7 +224,7 @@ class _RumiAccessor:
         starts : array-like
         size : int
         **kwargs
-            ``bands``, ``boundless``.
+            ``bands``, ``band_index``, ``boundless``.
 
         Returns
         -------

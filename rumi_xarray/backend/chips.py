@@ -24,7 +24,7 @@ import xarray as xr
 
 from rumi_xarray.backend.array import RumiBackendArray
 from rumi_xarray.backend.wrappers import find_backend
-from rumi_xarray.conventions import cf
+from rumi_xarray.conventions import cf, decoding
 from rumi_xarray.errors import RumiSelectionError, RumiUnsupportedError
 from rumi_xarray.model.chips import ChipBatch, as_starts, batch_chips
 from rumi_xarray.model.costs import Explanation
@@ -92,14 +92,17 @@ class ChipSource:
         """Return the stored nodata value, or ``None``."""
         return self.cf.get("_FillValue", self.cf.get("missing_value"))
 
-    def band_positions(self, bands: Any = None) -> tuple[int, ...]:
-        """Return cube band positions of a selection by name or object position.
+    def band_positions(self, bands: Any = None, band_index: Any = None) -> tuple[int, ...]:
+        """Return cube band positions of a selection by label or by object position.
 
         Parameters
         ----------
-        bands : None, str, int or sequence of str/int
-            ``None``: every band. Names (short name as in ``band``) or 0-based
-            positions, not both.
+        bands : None, hashable or sequence
+            Labels, as the object's ``band`` coordinate (or its band
+            variables) names them: short names, or 1..n for unnamed bands
+            (:func:`rumi_xarray.conventions.decoding.select_bands`).
+        band_index : None, int or sequence of int
+            0-based positions along the object's ``band``.
 
         Returns
         -------
@@ -108,37 +111,15 @@ class ChipSource:
         Raises
         ------
         RumiSelectionError
-            An unknown name, a position out of range, names mixed with
-            positions, or an empty selection.
+            An unknown label, a position out of range, or an empty selection.
         """
-        if bands is None:
-            return self.bands
-        wanted = [bands] if isinstance(bands, (str, int, np.integer)) else list(bands)
-        if not wanted:
-            raise RumiSelectionError(f"{self.cube.name}: an empty band selection reads nothing")
-        kinds = {isinstance(b, str) for b in wanted}
-        if len(kinds) > 1:
-            raise RumiSelectionError(
-                f"{self.cube.name}: bands {wanted!r} mix names and positions; give names "
-                f"(from {list(self.band_names)}) or positions, not both")
-        out = []
-        for b in wanted:
-            if isinstance(b, str):
-                if b not in self.band_names:
-                    raise RumiSelectionError(
-                        f"{self.cube.name}: no band named {b!r} (bands: "
-                        f"{list(self.band_names)})")
-                out.append(self.bands[self.band_names.index(b)])
-            elif isinstance(b, (int, np.integer)) and not isinstance(b, bool):
-                if not -len(self.bands) <= int(b) < len(self.bands):
-                    raise RumiSelectionError(
-                        f"{self.cube.name}: band position {int(b)} out of range for "
-                        f"{len(self.bands)} band(s)")
-                out.append(self.bands[int(b)])
-            else:
-                raise RumiSelectionError(f"{self.cube.name}: {b!r} is not a band name or "
-                                         f"position")
-        return tuple(out)
+        chosen = decoding.select_bands(self.band_names, bands, band_index, self.cube.name)
+        return tuple(self.bands[i] for i in chosen)
+
+    def band_values(self, positions: tuple[int, ...]) -> np.ndarray:
+        """Return the ``band`` labels of cube band positions (1..n for unnamed bands)."""
+        names = [self.band_names[self.bands.index(b)] for b in positions]
+        return decoding.band_labels(names, names)
 
     def cube_starts(self, starts: Any) -> np.ndarray:
         """Return ``(n, 3)`` chip starts in cube time positions.
@@ -206,17 +187,17 @@ def _backend(var: xr.DataArray) -> tuple[RumiBackendArray, Any]:
     if hasattr(data, "__dask_graph__"):
         from rumi_xarray.dask.graphs import getter_calls
 
-        for source, _ in getter_calls(data):
-            located = find_backend(source)
-            if located is not None:
-                array = located[0]
-                expected = array.shape
-                if tuple(data.shape) != tuple(expected):
-                    raise RumiUnsupportedError(
-                        f"{array.cube.name}: chips are read from the cube as opened (chunked "
-                        f"{tuple(data.shape)} is a selection of {tuple(expected)}); select "
-                        f"before chunking, or take chips from the whole cube")
-                return array, None
+        arrays = _arrays_in(getter_calls(data))
+        if len(arrays) == 1 and tuple(data.shape) == tuple(arrays[0].shape):
+            return arrays[0], None
+        if len(arrays) > 1 and var.dims and var.dims[0] == "time":
+            # Files stacked along time by xr.open_mfdataset: one cube of their scenes.
+            return _stacked(data, tuple(str(d) for d in var.dims)), None
+        if arrays:
+            raise RumiUnsupportedError(
+                f"{arrays[0].cube.name}: chips are read from the cube as opened (chunked "
+                f"{tuple(data.shape)} is a selection of {tuple(arrays[0].shape)}); select "
+                f"before chunking, or take chips from the whole cube")
     else:
         located = find_backend(data)
         if located is not None:
@@ -224,6 +205,55 @@ def _backend(var: xr.DataArray) -> tuple[RumiBackendArray, Any]:
     raise RumiUnsupportedError(
         f"{var.name!r} is not backed by Rumi files opened with rumi_xarray (open it with "
         f"xr.open_dataset(..., engine='rumi'), rx.open_catalog or rx.open_mfdataset)")
+
+
+def _arrays_in(calls: list[tuple[Any, Any]]) -> list[RumiBackendArray]:
+    """Return the distinct Rumi arrays a dask array's reads come from, in order found."""
+    arrays: list[RumiBackendArray] = []
+    for source, _ in calls:
+        located = find_backend(source)
+        if located is not None and not any(located[0] is a for a in arrays):
+            arrays.append(located[0])
+    return arrays
+
+
+def _stacked(data: Any, dims: tuple[str, ...]) -> RumiBackendArray:
+    """Return one Rumi array over files a dask array stacks along time, in its order.
+
+    ``xr.open_mfdataset(..., engine="rumi")`` concatenates one array per file;
+    each time block of the result must read one whole file (its every band,
+    row and column), and the files must share a frame layout, so that a
+    batch of chips across them is still one ``read_many``.
+    """
+    from rumi_xarray.dask.graphs import getter_calls
+
+    scenes: list[Any] = []
+    steps: list[tuple[int, int]] = []
+    first: RumiBackendArray | None = None
+    for i in range(len(data.chunks[0])):
+        block = data.blocks[i]
+        arrays = _arrays_in(getter_calls(block))
+        array = arrays[0] if len(arrays) == 1 else None
+        if (array is None or array.band is not None or array.dims != dims
+                or tuple(block.shape) != tuple(array.shape)):
+            raise RumiUnsupportedError(
+                f"chips are read from whole files stacked along time; time block {i} of "
+                f"this {tuple(data.shape)} array reads "
+                f"{'several files' if len(arrays) > 1 else 'a selection of a file'}: take "
+                f"chips from the cube as opened (or open it with rx.open_mfdataset)")
+        if first is None:
+            first = array
+        elif (not array.cube.grid.same_layout(first.cube.grid)
+              or array.shape[1:] != first.shape[1:]):
+            raise RumiUnsupportedError(
+                f"{array.cube.name} does not share the frame layout of "
+                f"{first.cube.name}: chips from both are not one read")
+        offset = len(scenes)
+        scenes.extend(array.cube.scenes)
+        steps.extend((offset + s, t) for s, t in array.cube.steps)
+    assert first is not None  # a dask array has at least one block
+    cube = Cube(tuple(scenes), first.cube.grid, tuple(steps))
+    return RumiBackendArray(cube)
 
 
 def _positions(key: Any, dims: tuple[str, ...], shape: tuple[int, ...]
@@ -322,8 +352,9 @@ def _source(cube: Cube, times: np.ndarray, bands: tuple[int, ...], names: tuple[
 
 
 def read_chips(cube: Any, starts: Any, size: int, *, bands: Any = None,
-               framework: str = "numpy", boundless: bool = False, fill_value: Any = None,
-               mask_and_scale: bool = False, out: np.ndarray | None = None) -> Any:
+               band_index: Any = None, framework: str = "numpy", boundless: bool = False,
+               fill_value: Any = None, mask_and_scale: bool | None = False,
+               out: np.ndarray | None = None) -> Any:
     """Read ``n`` chips of ``size`` x ``size`` pixels in as few native calls as possible.
 
     Chips sharing a scene-local date are read by ONE ``rumi.read_many``:
@@ -346,8 +377,11 @@ def read_chips(cube: Any, starts: Any, size: int, *, bands: Any = None,
         pixel: positions along the object's ``time``, ``y`` and ``x``.
     size : int
         Chip height and width in pixels.
-    bands : str, int or sequence, optional
-        Band names or positions along ``band``; default every band.
+    bands : hashable or sequence, optional
+        Band labels, as ``.sel(band=...)`` takes them: short names, or 1..n
+        for unnamed bands; default every band.
+    band_index : int or sequence of int, optional
+        0-based positions along ``band`` instead (as ``.isel(band=...)``).
     framework : {"numpy", "torch", "jax", "tensorflow", "dlpack"}, default "numpy"
         Array type returned. A batch read by one call is librumi's own
         allocation handed over through DLPack (no copy); one assembled from
@@ -358,15 +392,18 @@ def read_chips(cube: Any, starts: Any, size: int, *, bands: Any = None,
     fill_value : scalar, optional
         Value outside the raster; default the nodata value (``_FillValue``),
         else 0 (as rasterio's boundless reads). NaN under ``mask_and_scale``.
-    mask_and_scale : bool, default False
-        Decode as ``xr.open_dataset(mask_and_scale=True)`` does (nodata ->
-        NaN, scale and offset applied, xarray's own CF decoder); by default
-        the stored samples.
+    mask_and_scale : bool or None, default False
+        As on every door (``docs/guide/nodata-cf.md``): False the stored
+        samples; None xarray's CF decoding (nodata -> NaN, scale and offset
+        applied where the file has them), as ``xr.open_dataset(engine="rumi")``
+        gives by default; True rioxarray's masked floats (float32 up to
+        16-bit samples, float64 above), as ``xr.open_dataset(...,
+        mask_and_scale=True)``.
     out : numpy.ndarray, optional
         C-contiguous ``(n, band, size, size)`` destination of the stored
         dtype (e.g. a view of a shared-memory tensor): librumi decodes into
-        it and it is returned (``framework`` and ``mask_and_scale`` must be
-        left at their defaults).
+        it and it is returned (``framework`` must be "numpy" and
+        ``mask_and_scale`` one that leaves the samples as stored).
 
     Returns
     -------
@@ -391,19 +428,21 @@ def read_chips(cube: Any, starts: Any, size: int, *, bands: Any = None,
     source = chip_source(cube)
     if framework not in _frameworks():
         raise RumiSelectionError(f"framework must be one of {_frameworks()}, got {framework!r}")
-    batch = _batch(source, starts, size, bands, boundless)
+    mask_and_scale = decoding.check_mask_and_scale(mask_and_scale, "read_chips")
+    batch = _batch(source, starts, size, bands, boundless, band_index)
+    decodes = decoding.changes_samples(source.dtype, source.cf, mask_and_scale)
     if out is not None:
         shape = (batch.n, len(batch.bands), batch.size, batch.size)
-        if (framework != "numpy" or mask_and_scale or out.shape != shape
+        if (framework != "numpy" or decodes or out.shape != shape
                 or out.dtype != source.dtype or not out.flags.c_contiguous):
             raise RumiSelectionError(
                 f"out= must be a C-contiguous {shape} {source.dtype} numpy array (raw samples, "
                 f"framework='numpy'), got {out.shape} {out.dtype}")
         return _execute(source, batch, "numpy", fill_value=_raw_fill(source, fill_value, False),
                         out=out)
-    if mask_and_scale:
+    if decodes:
         raw = _execute(source, batch, "numpy", fill_value=_raw_fill(source, fill_value, True))
-        decoded = _decode(source, raw, fill_value)
+        decoded = _decode(source, raw, fill_value, mask_and_scale)
         return _adopt(decoded, framework)
     return _execute(source, batch, framework, fill_value=_raw_fill(source, fill_value, False))
 
@@ -420,8 +459,9 @@ def _adopt(array: np.ndarray, framework: str) -> Any:
     return adopt(array, framework)
 
 
-def _batch(source: ChipSource, starts: Any, size: int, bands: Any, boundless: bool) -> ChipBatch:
-    positions = source.band_positions(bands)
+def _batch(source: ChipSource, starts: Any, size: int, bands: Any, boundless: bool,
+           band_index: Any = None) -> ChipBatch:
+    positions = source.band_positions(bands, band_index)
     return batch_chips(source.cube, source.cube_starts(starts), size, positions,
                       boundless=boundless)
 
@@ -464,14 +504,10 @@ def _execute(source: ChipSource, batch: ChipBatch, framework: str, *, fill_value
     return reads.adopt(out, framework)
 
 
-def _decode(source: ChipSource, raw: np.ndarray, fill_value: Any) -> np.ndarray:
-    """Mask and scale raw chips with xarray's CF decoder, as ``open_dataset`` does."""
-    from xarray.conventions import decode_cf_variable
-
-    attrs = {k: v for k, v in source.cf.items() if k in cf.PACKING}
-    var = xr.Variable(("chip", "band", "y", "x"), raw, attrs=attrs)
-    decoded = np.asarray(decode_cf_variable(source.name, var, mask_and_scale=True,
-                                            decode_times=False).values)
+def _decode(source: ChipSource, raw: np.ndarray, fill_value: Any,
+            mask_and_scale: bool | None) -> np.ndarray:
+    """Decode raw chips as every door decodes (:mod:`rumi_xarray.conventions.decoding`)."""
+    decoded = decoding.decode_samples(raw, source.cf, mask_and_scale, source.name)
     if fill_value is not None and decoded.dtype.kind == "f":
         decoded = np.where(np.isnan(decoded), decoded.dtype.type(fill_value), decoded)
     return decoded
@@ -481,12 +517,12 @@ def _decode(source: ChipSource, raw: np.ndarray, fill_value: Any) -> np.ndarray:
 
 
 def explain_chips(cube: Any, starts: Any, size: int, *, bands: Any = None,
-                  boundless: bool = False) -> Explanation:
+                  band_index: Any = None, boundless: bool = False) -> Explanation:
     """Say what :func:`read_chips` of these chips costs, with no I/O.
 
     Parameters
     ----------
-    cube, starts, size, bands, boundless
+    cube, starts, size, bands, band_index, boundless
         As for :func:`read_chips`.
 
     Returns
@@ -504,7 +540,7 @@ def explain_chips(cube: Any, starts: Any, size: int, *, bands: Any = None,
     from rumi_xarray.native.reads import explain_calls
 
     source = chip_source(cube)
-    batch = _batch(source, starts, size, bands, boundless)
+    batch = _batch(source, starts, size, bands, boundless, band_index)
     return explain_calls((source.cube, call) for call in batch.calls)
 
 
@@ -576,8 +612,9 @@ def bounds(source: ChipSource, starts: np.ndarray, size: int) -> np.ndarray:
     return np.stack([xs.min(1), ys.min(1), xs.max(1), ys.max(1)], axis=1)
 
 
-def chips(cube: Any, starts: Any, size: int, *, bands: Any = None, boundless: bool = False,
-          fill_value: Any = None, mask_and_scale: bool = False) -> xr.DataArray:
+def chips(cube: Any, starts: Any, size: int, *, bands: Any = None, band_index: Any = None,
+          boundless: bool = False, fill_value: Any = None,
+          mask_and_scale: bool | None = False) -> xr.DataArray:
     """Read chips as a labelled DataArray ``(chip, band, y, x)``.
 
     Each chip keeps its ``time`` (coordinate along ``chip``), its pixel
@@ -587,7 +624,7 @@ def chips(cube: Any, starts: Any, size: int, *, bands: Any = None, boundless: bo
 
     Parameters
     ----------
-    cube, starts, size, bands, boundless, fill_value, mask_and_scale
+    cube, starts, size, bands, band_index, boundless, fill_value, mask_and_scale
         As for :func:`read_chips`.
 
     Returns
@@ -595,13 +632,12 @@ def chips(cube: Any, starts: Any, size: int, *, bands: Any = None, boundless: bo
     xarray.DataArray
     """
     source = chip_source(cube)
-    data = read_chips(source, starts, size, bands=bands, boundless=boundless,
-                      fill_value=fill_value, mask_and_scale=mask_and_scale)
+    data = read_chips(source, starts, size, bands=bands, band_index=band_index,
+                      boundless=boundless, fill_value=fill_value, mask_and_scale=mask_and_scale)
     object_starts = as_starts(starts)
-    positions = source.band_positions(bands)
-    names = [source.band_names[source.bands.index(b)] for b in positions]
+    positions = source.band_positions(bands, band_index)
     coords: dict[Hashable, Any] = {
-        "band": ("band", names),
+        "band": ("band", source.band_values(positions)),
         "time": ("chip", source.time_values[object_starts[:, 0]]),
         "row": ("chip", object_starts[:, 1]),
         "col": ("chip", object_starts[:, 2]),
@@ -612,7 +648,7 @@ def chips(cube: Any, starts: Any, size: int, *, bands: Any = None, boundless: bo
     for k, corner in enumerate(BOUNDS):
         coords[corner] = ("chip", box[:, k])
     attrs: dict[str, Any] = {}
-    if not mask_and_scale:
+    if not decoding.applies_cf(mask_and_scale):
         attrs.update({k: v for k, v in source.cf.items()})
     if source.crs is not None:
         spatial: dict[str, Any] = {"crs_wkt": source.crs, "spatial_ref": source.crs}

@@ -9,7 +9,6 @@ behaves exactly as with xarray's other backends, lazily.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,7 +18,7 @@ import xarray as xr
 from xarray.core import indexing
 
 from rumi_xarray.backend.array import RumiBackendArray
-from rumi_xarray.conventions import cf, crs_index, georef, netcdf
+from rumi_xarray.conventions import cf, crs_index, decoding, georef, netcdf
 from rumi_xarray.conventions.bands import BandCoords
 from rumi_xarray.conventions.time import time_coords, time_seconds
 from rumi_xarray.dask.chunks import preferred_chunks
@@ -78,7 +77,7 @@ class CubeLabels:
 def build(cube: Cube, labels: CubeLabels, *, band_as_variable: bool = False,
           drop_variables: str | Iterable[str] | None = None,
           decoders: Mapping[str, Any] | None = None,
-          promote_integers: bool = False) -> xr.Dataset:
+          mask_and_scale: bool | None = None) -> xr.Dataset:
     """Return the Dataset view of ``cube``.
 
     Parameters
@@ -90,13 +89,13 @@ def build(cube: Cube, labels: CubeLabels, *, band_as_variable: bool = False,
         ``band_data``.
     drop_variables : str or iterable of str, optional
     decoders : mapping, optional
-        Keyword arguments of :func:`xarray.decode_cf` (``mask_and_scale``,
-        ``decode_times``, ``use_cftime``, ``decode_coords``...).
-    promote_integers : bool, default False
-        Integer samples xarray's decoder leaves as they are (no nodata, no
-        scale) become the floats ``rioxarray.open_rasterio(...,
-        mask_and_scale=True)`` gives: what an explicit ``mask_and_scale=True``
-        asks for.
+        Keyword arguments of :func:`xarray.decode_cf` other than
+        ``mask_and_scale`` (``decode_times``, ``use_cftime``,
+        ``decode_coords``...).
+    mask_and_scale : bool or None
+        As every door reads it (:mod:`rumi_xarray.conventions.decoding`):
+        None xarray's CF decoding, True rioxarray's masked floats, False
+        the stored samples.
 
     Returns
     -------
@@ -136,47 +135,14 @@ def build(cube: Cube, labels: CubeLabels, *, band_as_variable: bool = False,
     ds = xr.Dataset(variables, coords=coords)
     if indexed is not None:
         ds = ds.assign_coords(indexed)
-    ds = xr.decode_cf(ds, drop_variables=_names(drop_variables), **dict(decoders or {}))
-    if promote_integers:
-        ds = _as_rioxarray_masks(ds, [n for n in variables if n in ds.variables])
+    ds = xr.decode_cf(ds, drop_variables=_names(drop_variables),
+                      mask_and_scale=decoding.applies_cf(mask_and_scale),
+                      **{k: v for k, v in dict(decoders or {}).items() if k != "mask_and_scale"})
+    if decoding.promotes(mask_and_scale):
+        ds = decoding.promote_dataset(ds, [n for n in variables if n in ds.variables])
     # xarray compares this index whenever it aligns: mixed CRSs are refused.
     ds = crs_index.attach(ds, georef.GRID_MAPPING, cube.name)
     return netcdf.prepare(_forget_dropped_grid_mapping(ds))
-
-
-def _as_rioxarray_masks(ds: xr.Dataset, names: list[Hashable]) -> xr.Dataset:
-    """Give integer samples left undecoded the floats ``mask_and_scale=True`` gives in rioxarray.
-
-    xarray's decoder keeps integers when there is neither nodata nor scale
-    to apply; ``rioxarray.open_rasterio(mask_and_scale=True)`` always reads
-    masked, as float32 for samples of 16 bits or less and float64 for wider
-    ones, so ``rio.pad_box`` and ``rio.reproject`` fill with NaN. The cast
-    is lazy (xarray's own element-wise wrapper, as its CF decoders use), and
-    ``encoding["dtype"]`` keeps the stored type, as rioxarray records it.
-    """
-    from rumi_xarray.conventions.facts import gdal_decoded_type
-
-    try:
-        from xarray.coding.common import lazy_elemwise_func
-    except ImportError:  # xarray before 2024.11 kept it in coding.variables
-        from xarray.coding.variables import lazy_elemwise_func
-
-    changed: dict[Hashable, xr.Variable] = {}
-    for name in names:
-        var = ds.variables[name]
-        if var.dtype.kind not in "iu":
-            continue
-        target = gdal_decoded_type(var.dtype)
-        data = lazy_elemwise_func(var._data, functools.partial(_astype, dtype=target), target)
-        changed[name] = xr.Variable(var.dims, data, var.attrs,
-                                    encoding={**var.encoding, "dtype": var.dtype})
-    if not changed:
-        return ds
-    return ds.assign(changed)
-
-
-def _astype(values: Any, dtype: np.dtype) -> Any:
-    return np.asarray(values).astype(dtype)
 
 
 def _encoding(cube: Cube, dims: tuple[str, ...], header: bytes,

@@ -49,10 +49,9 @@ class RumiBackendEntrypoint(BackendEntrypoint):
     xarray's standard decoding keywords (``mask_and_scale``, ``decode_times``,
     ``use_cftime``, ``decode_coords``, ``decode_timedelta``,
     ``concat_characters``), applied by :func:`xarray.decode_cf` exactly as for
-    other engines (left unset, ``mask_and_scale`` decodes as xarray's does:
-    nodata is masked and scale/offset applied when the file has them, and
-    samples with neither stay integers; an explicit ``mask_and_scale=True``
-    always gives floats, as ``rioxarray.open_rasterio(..., mask_and_scale=True)``;
+    other engines (``mask_and_scale`` unset: xarray's CF decoding, integers
+    with nothing to mask stay integers; True: rioxarray's masked floats; False:
+    the stored samples; see :mod:`rumi_xarray.conventions.decoding`;
     ``use_cftime=True`` gives cftime datetimes, with xarray's deprecation
     warning), and ``lock`` (accepted and unused: librumi reads are
     thread-safe).

@@ -13,7 +13,7 @@ from rumi_xarray.backend import (
     dataset,
     keywords,
 )
-from rumi_xarray.conventions import cf, georef
+from rumi_xarray.conventions import cf, decoding, georef
 from rumi_xarray.conventions import sidecar as sidecars
 from rumi_xarray.model.cube import Cube, Scene
 from rumi_xarray.model.grid import Grid
@@ -90,21 +90,18 @@ def open_rumi(filename_or_obj: Any, *, drop_variables: str | Iterable[str] | Non
         labels.transform, labels.crs, labels.pixel_is_point, found.georef(), scene.name)
     labels = dataset.CubeLabels(labels.bands, labels.seconds, labels.bounds, transform, crs,
                                 pixel_is_point, facts)
-    # xarray's defaults for every engine: masked and scaled, times decoded.
-    decoders: dict[str, Any] = {
-        "mask_and_scale": True if mask_and_scale is None else mask_and_scale,
-        "decode_times": True if decode_times is None else decode_times}
+    # xarray's default for every engine: times decoded. mask_and_scale is the policy's
+    # (conventions/decoding): unset is xarray's CF decoding, True rioxarray's floats.
+    decoders: dict[str, Any] = {"decode_times": True if decode_times is None else decode_times}
     for name, value in (("decode_timedelta", decode_timedelta), ("use_cftime", use_cftime),
                         ("concat_characters", concat_characters),
                         ("decode_coords", decode_coords)):
         if value is not None:
             decoders[name] = value
-    # An explicit mask_and_scale=True asks for rioxarray's masked reading (floats even
-    # without nodata); xarray's default decoding keeps integers that have nothing to mask,
-    # as for its netCDF and Zarr engines, so a default load costs what rumi.read costs.
     return dataset.build(cube, labels, band_as_variable=band_as_variable,
                          drop_variables=drop_variables, decoders=decoders,
-                         promote_integers=mask_and_scale is True)
+                         mask_and_scale=decoding.check_mask_and_scale(mask_and_scale,
+                                                                      scene.name))
 
 
 def open_dataset(filename_or_obj: Any, *, chunks: Any = None, **kwargs: Any) -> xr.Dataset:
@@ -125,10 +122,14 @@ def open_dataset(filename_or_obj: Any, *, chunks: Any = None, **kwargs: Any) -> 
         As for :func:`xarray.open_dataset`: ``{}`` one read group per chunk,
         ``"auto"`` multiples of it, or explicit sizes.
     **kwargs
-        Any keyword of :func:`xarray.open_dataset` (``mask_and_scale``
-        defaults to True, as for xarray's other engines: nodata becomes NaN
-        and scale/offset are applied, as ``rioxarray.open_rasterio(...,
-        mask_and_scale=True)`` does), plus:
+        Any keyword of :func:`xarray.open_dataset`. ``mask_and_scale``
+        unset (xarray's default): CF decoding as for xarray's other engines,
+        nodata becomes NaN and scale/offset are applied where the file has
+        them, as ``rioxarray.open_rasterio(..., mask_and_scale=True)`` does,
+        while integers with nothing to mask or scale stay integers. True:
+        rioxarray's masked reading, always floats (float32 up to 16-bit
+        samples, float64 above). False: the stored samples. The same on every
+        door (:mod:`rumi_xarray.conventions.decoding`). Plus:
 
         band_as_variable : bool, default False
             One variable per band (named by its short band name) instead of

@@ -25,7 +25,7 @@ from rumi_xarray.backend import (
 )
 from rumi_xarray.catalogs.index import GRIDS_HINT, epsg_label
 from rumi_xarray.catalogs.table import COLUMNS, catalog, cell, cell_list
-from rumi_xarray.conventions import cf, georef
+from rumi_xarray.conventions import cf, decoding, georef
 from rumi_xarray.conventions.sidecar import Sidecar
 from rumi_xarray.errors import (
     RumiCatalogError,
@@ -103,11 +103,16 @@ def _check(rows: pd.DataFrame, grids: list[Grid]) -> None:
 
 
 def _order(rows: pd.DataFrame, duplicates: str) -> pd.DataFrame:
-    """Sort rows by time (then path) and apply the duplicates policy."""
+    """Sort rows by time (ties in table order) and apply the duplicates policy.
+
+    The tie rule of a table on disk (``catalogs/index.py``), which cannot read the
+    paths at open: one rule, so ``duplicates="first"``/``"last"`` keep the same file
+    whether the rows are given in memory or as a Parquet file.
+    """
     if duplicates not in DUPLICATES:
         raise RumiCatalogError(f"duplicates must be one of {DUPLICATES}, got {duplicates!r}")
     key = rows["time_seconds"].map(lambda s: tuple(s))
-    rows = rows.assign(_key=key).sort_values(["_key", "path", "_row"], kind="stable")
+    rows = rows.assign(_key=key).sort_values(["_key", "_row"], kind="stable")
     dup = rows["_key"].duplicated(keep=False)
     if dup.any():
         if duplicates == "error":
@@ -124,12 +129,14 @@ def _order(rows: pd.DataFrame, duplicates: str) -> pd.DataFrame:
 
 def open_catalog(table: pd.DataFrame | str | os.PathLike[str], *, chunks: Any = None,
                  duplicates: str = "keep", band_as_variable: bool = False,
-                 mask_and_scale: bool = True, decode_times: bool = True,
+                 mask_and_scale: bool | None = None, decode_times: bool = True,
                  storage_options: dict[str, Any] | None = None, time: Any = None,
                  bbox: Any = None, coords: Any = "numeric") -> xr.Dataset:
     """Open the scenes of a catalog as one cube, without any request to the files.
 
-    Rows are stacked along ``time``, sorted by time and then by path. Every
+    Rows are stacked along ``time``, sorted by time; rows with the same time
+    keep table order (:func:`rumi_xarray.catalog` lists files sorted by path),
+    in memory and on disk alike. Every
     scene must share size, transform, CRS, bands, dtype, tile size, frame
     layout, nodata, scale and offset; the first row that does not is named in
     a :class:`~rumi_xarray.errors.RumiCatalogError`.
@@ -155,11 +162,17 @@ def open_catalog(table: pd.DataFrame | str | os.PathLike[str], *, chunks: Any = 
         (scenes stacked along time, one ``read_many`` each), ``"auto"``
         multiples of it; without chunks the cube is lazily indexed.
     duplicates : {"keep", "first", "last", "error"}, default "keep"
-        Scenes with identical time steps: keep all (deterministic order by
-        path), keep the first or last by path, or raise.
+        Scenes with identical time steps: keep all (in table order), keep the
+        first or last in table order, or raise; the same rows whether the
+        table is in memory or on disk.
     band_as_variable : bool, default False
-    mask_and_scale : bool, default True
-        Apply the catalog's nodata, scale and offset (CF decoding).
+    mask_and_scale : bool, optional
+        Unset (the default): xarray's CF decoding, as ``xr.open_dataset(...,
+        engine="rumi")`` gives it (the catalog's nodata as NaN, scale and
+        offset applied; integers with nothing to mask stay integers). True:
+        rioxarray's masked floats (float32 up to 16-bit samples, float64
+        above). False: the stored samples. The same on every door (see the
+        table in the nodata and CF guide).
     decode_times : bool, default True
     storage_options : dict, optional
         fsspec options for the table and for fsspec-only protocols; dask
@@ -205,12 +218,12 @@ def open_catalog(table: pd.DataFrame | str | os.PathLike[str], *, chunks: Any = 
     """
     if duplicates not in DUPLICATES:
         raise RumiCatalogError(f"duplicates must be one of {DUPLICATES}, got {duplicates!r}")
+    mask_and_scale = decoding.check_mask_and_scale(mask_and_scale, "open_catalog")
     if isinstance(table, (str, os.PathLike)):
         ds = _open_table(os.fsdecode(table), storage_options=storage_options, time=time,
                          duplicates=duplicates, coords=coords,
                          band_as_variable=band_as_variable,
-                         decoders={"mask_and_scale": mask_and_scale,
-                                   "decode_times": decode_times})
+                         mask_and_scale=mask_and_scale, decode_times=decode_times)
         return _finish(ds, time, bbox, chunks)
     if hasattr(table, "to_pandas") and not isinstance(table, pd.DataFrame):
         table = table.to_pandas()  # a pyarrow Table of catalog rows
@@ -245,8 +258,7 @@ def open_catalog(table: pd.DataFrame | str | os.PathLike[str], *, chunks: Any = 
     cube = Cube(scenes, grids[0], steps)
     labels = _labels(rows, grids[0])
     ds = dataset.build(cube, labels, band_as_variable=band_as_variable,
-                       decoders={"mask_and_scale": mask_and_scale,
-                                 "decode_times": decode_times})
+                       decoders={"decode_times": decode_times}, mask_and_scale=mask_and_scale)
     ds = ds.assign_coords(_extra_coords(rows, [g.time_count for g in grids]))
     return _finish(ds, time, bbox, chunks)
 
@@ -317,7 +329,7 @@ def _bbox_window(ds: xr.Dataset, bbox: Any) -> dict[str, slice]:
 
 def _open_table(url: str, *, storage_options: dict[str, Any] | None, time: Any,
                 duplicates: str, coords: Any, band_as_variable: bool,
-                decoders: dict[str, Any]) -> xr.Dataset:
+                mask_and_scale: bool | None, decode_times: bool) -> xr.Dataset:
     """Open a catalog table on disk as an index (see ``rumi_xarray.catalogs.index``)."""
     from rumi_xarray.catalogs import index as tables
     from rumi_xarray.model.cube import UniformSteps
@@ -337,7 +349,8 @@ def _open_table(url: str, *, storage_options: dict[str, Any] | None, time: Any,
                             bounds=None if bounds is None else bounds.reshape(-1, 2),
                             transform=labels.transform, crs=labels.crs,
                             pixel_is_point=labels.pixel_is_point, cf=labels.cf)
-    ds = dataset.build(cube, labels, band_as_variable=band_as_variable, decoders=decoders)
+    ds = dataset.build(cube, labels, band_as_variable=band_as_variable,
+                       decoders={"decode_times": decode_times}, mask_and_scale=mask_and_scale)
     extra = {k: ("time", np.repeat(v, grid.time_count)) for k, v in facts["coords"].items()}
     return ds.assign_coords(extra) if extra else ds
 
@@ -443,7 +456,7 @@ def _labels(rows: pd.DataFrame, grid: Grid) -> dataset.CubeLabels:
 
 def open_mfdataset(sources_: str | os.PathLike[str] | Iterable[Any], *, chunks: Any = None,
                    duplicates: str = "keep", band_as_variable: bool = False,
-                   mask_and_scale: bool = True, decode_times: bool = True,
+                   mask_and_scale: bool | None = None, decode_times: bool = True,
                    storage_options: dict[str, Any] | None = None,
                    max_workers: int = 16) -> xr.Dataset:
     """Open many Rumi files (a list or a glob) as one dask-backed cube.

@@ -7,8 +7,9 @@ STAC items (so opening a catalog stays at zero requests), or from
 sidecar.
 
 They reach xarray as CF attributes (``_FillValue``, ``scale_factor``,
-``add_offset``, ``units``), which xarray's decoder applies when
-``mask_and_scale=True`` (the default), exactly as rioxarray's
+``add_offset``, ``units``), which xarray's decoder applies unless
+``mask_and_scale=False`` (see :mod:`rumi_xarray.conventions.decoding`,
+the policy every door applies), exactly as rioxarray's
 ``open_rasterio(mask_and_scale=True)`` does for a GeoTIFF: the decoded type is
 ``float32`` for samples of 16 bits or less and ``float64`` otherwise (GDAL's
 and rioxarray's rule), unless the sidecar's ``decoded_dtype`` says otherwise

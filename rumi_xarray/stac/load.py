@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from rumi_xarray.conventions import cf
+from rumi_xarray.conventions import cf, decoding
 from rumi_xarray.conventions.bands import BandCoords
 from rumi_xarray.conventions.facts import Facts
 from rumi_xarray.errors import RumiCatalogError
@@ -77,7 +77,7 @@ class LoadOptions:
     resampling: str = "nearest"
     band_as_variable: bool = True
     nodata: float | None = None
-    mask_and_scale: bool = False
+    mask_and_scale: bool | None = False
     storage_options: dict[str, Any] | None = None
     datetime: Any = None
     query: Mapping[str, Any] | None = None
@@ -86,6 +86,7 @@ class LoadOptions:
     def __post_init__(self) -> None:
         stac_plan.groupby_name(self.groupby)  # refuses a groupby of the wrong type, now
         _check_resampling(self.resampling)
+        decoding.check_mask_and_scale(self.mask_and_scale, "open_stac")
         if self.lookup not in ("open", "task"):
             raise RumiCatalogError(f"lookup= is 'open' or 'task', got {self.lookup!r}")
 
@@ -110,7 +111,7 @@ def open_stac(items: Any, bands: str | Sequence[str] | None = None, *, crs: Any 
               geobox: Any = None, like: Any = None, geopolygon: Any = None,
               anchor: Any = None, groupby: str | None = "time", chunks: Any = None,
               resampling: str = "nearest", band_as_variable: bool = True,
-              nodata: float | None = None, mask_and_scale: bool = False,
+              nodata: float | None = None, mask_and_scale: bool | None = False,
               storage_options: dict[str, Any] | None = None, datetime: Any = None,
               query: Mapping[str, Any] | None = None, lookup: str = "open") -> xr.Dataset:
     """Load STAC Items of Rumi files as one cube on one grid.
@@ -165,16 +166,21 @@ def open_stac(items: Any, bands: str | Sequence[str] | None = None, *, crs: Any 
     nodata : float, optional
         Output fill value (and ``nodata`` attribute) instead of the Items'
         nodata.
-    mask_and_scale : bool, default False
-        False: raw samples, as ``odc.stac.load`` returns them (nodata where
-        nothing valid falls, ``nodata`` attribute), with their CF attributes
+    mask_and_scale : bool or None, default False
+        As on every door (:mod:`rumi_xarray.conventions.decoding`; the table
+        of defaults is in the nodata and CF guide). False: raw samples, as
+        ``odc.stac.load`` returns them (nodata where nothing valid falls,
+        ``nodata`` attribute), with their CF attributes
         (``_FillValue``, ``scale_factor``, ``add_offset``, ``units``) so that
         ``xr.decode_cf(ds)`` decodes them; ``ds.B04.rio.nodata`` is the raw
-        nodata. True: decoded values, exactly what
-        ``xr.open_dataset(path, engine="rumi")`` gives for the same files
+        nodata. True: decoded values, exactly what ``xr.open_dataset(path,
+        engine="rumi", mask_and_scale=True)`` gives for the same files
         (floats, NaN where nodata, scale and offset applied; the packing in
         ``encoding`` as xarray's decoder leaves it, ``nodata`` attribute NaN),
-        like stackstac's ``rescale=True``. Reprojection and mosaicking work on
+        like stackstac's ``rescale=True``, and always floats (float32 up to
+        16-bit samples, float64 above, as rioxarray). None: the same CF
+        decoding, but integers with nothing to mask or scale stay integers
+        (``xr.open_dataset``'s default). Reprojection and mosaicking work on
         the raw samples either way (nodata respected), decoding follows.
         Integer samples without a nodata (none in the Items, no ``nodata=``)
         have nothing to mask: pixels no Item covers are 0 before decoding.
@@ -260,16 +266,15 @@ def _open_items(items: Any, o: LoadOptions) -> xr.Dataset:
     if (grids.shared_grid(sources) and all(len(g) == 1 for g in groups)
             and _same_nodata(sources[0].nodata, fill_nodata)):
         window = grids.native_window(sources[0], gbox)
-    packing = _packing(sources, dtype, fill_nodata, o.mask_and_scale)
+    packing = _packing(sources, dtype, fill_nodata, decoding.applies_cf(o.mask_and_scale))
     if window is not None:
         # The catalog cube decodes as open_dataset does (xarray's decoder, lazily).
         ds = _open_shared(sources, groups, names, band_index[0], window, o)
     else:
         ds = _open_warped(sources, groups, names, band_index, gbox, dtype, fill_nodata, o)
-        if o.mask_and_scale:
-            ds = _decoded(ds, packing, eager=o.chunks is None)
+        ds = _decoded(ds, packing, o.mask_and_scale, eager=o.chunks is None)
     return _conform(ds, gbox, sources, groups, names, band_index, fill_nodata, packing,
-                    o.mask_and_scale)
+                    decoding.applies_cf(o.mask_and_scale))
 
 
 def _check_resampling(resampling: Any) -> None:
@@ -322,12 +327,11 @@ def _open_archive(items: Any, o: LoadOptions) -> xr.Dataset:
     ds = _variables(load_array(load), names, o.band_as_variable)
     if o.chunks is None:
         ds = ds.load()
-    packing = _packing([ref], dtype, fill_nodata, o.mask_and_scale)
-    if o.mask_and_scale:
-        ds = _decoded(ds, packing, eager=o.chunks is None)
+    packing = _packing([ref], dtype, fill_nodata, decoding.applies_cf(o.mask_and_scale))
+    ds = _decoded(ds, packing, o.mask_and_scale, eager=o.chunks is None)
     groups = [(stac_plan.Unit(0, 0, int(t)),) for t in times]
     return _conform(ds, gbox, [ref], groups, names, band_index, fill_nodata, packing,
-                    o.mask_and_scale)
+                    decoding.applies_cf(o.mask_and_scale))
 
 
 def _variables(data: Any, names: list[str], band_as_variable: bool) -> xr.Dataset:
@@ -375,21 +379,16 @@ def _packing(sources: Sequence[StacSource], dtype: np.dtype, nodata: float | Non
     return cf.cf_attributes(facts, dtype, sources[0].describe())
 
 
-def _decoded(ds: xr.Dataset, packing: Mapping[str, Any], *, eager: bool) -> xr.Dataset:
-    """Mask and scale raw samples with xarray's decoder, as open_dataset does."""
-    from xarray.conventions import decode_cf_variable
-
-    attrs = {k: v for k, v in packing.items() if k in cf.PACKING}
-    if not attrs:
+def _decoded(ds: xr.Dataset, packing: Mapping[str, Any], mask_and_scale: bool | None, *,
+             eager: bool) -> xr.Dataset:
+    """Decode raw samples as every door does (:mod:`rumi_xarray.conventions.decoding`)."""
+    if not decoding.applies_cf(mask_and_scale):
         return ds
+    attrs = decoding.packing_of(packing)
     out = ds.copy()
     for name, var in ds.data_vars.items():
         raw = xr.Variable(var.dims, var.data, attrs, encoding=dict(var.encoding))
-        with warnings.catch_warnings():
-            # xarray's notes on its own decoding choices are not the caller's concern
-            warnings.simplefilter("ignore", xr.SerializationWarning)
-            out[name] = decode_cf_variable(str(name), raw, mask_and_scale=True,
-                                           decode_times=False, decode_timedelta=False)
+        out[name] = decoding.decode_variable(name, raw, mask_and_scale)
     # dask data stay dask; numpy data come back lazily wrapped: load them, as asked
     return out.load() if eager else out
 
@@ -403,9 +402,9 @@ def _open_shared(sources: Sequence[StacSource], groups: Sequence[Sequence[stac_p
     band_as_variable = o.band_as_variable
     ds = open_catalog(catalog_table(sources), chunks=o.chunks, band_as_variable=band_as_variable,
                       mask_and_scale=o.mask_and_scale, storage_options=o.storage_options)
-    # open_catalog orders scenes by time, then path; the groups may order them otherwise.
-    order = sorted(range(len(sources)),
-                   key=lambda i: (tuple(sources[i].seconds), sources[i].href, i))
+    # open_catalog orders scenes by time, then table order (the sources' order here);
+    # the groups may order them otherwise.
+    order = sorted(range(len(sources)), key=lambda i: (tuple(sources[i].seconds), i))
     position: dict[tuple[int, int], int] = {}
     for i in order:
         for step in range(len(sources[i].seconds)):
@@ -419,7 +418,8 @@ def _open_shared(sources: Sequence[StacSource], groups: Sequence[Sequence[stac_p
         return ds[[stored[b] for b in bands]].rename(
             {stored[b]: name for b, name in zip(bands, names, strict=True) if stored[b] != name})
     ds = ds.isel(band=list(bands))
-    return ds.assign_coords(band=("band", np.array(names, dtype=str)))
+    labels = decoding.band_labels(names, [sources[0].labels.texts[b] for b in bands])
+    return ds.assign_coords(band=("band", labels))
 
 
 def _open_warped(sources: Sequence[StacSource], groups: Sequence[Sequence[stac_plan.Unit]],
@@ -479,9 +479,14 @@ def _conform(ds: xr.Dataset, gbox: Any, sources: Sequence[StacSource],
     if "band" in ds.dims:
         # rumi_xarray's band companions (full text, common name, wavelength), both paths
         texts = sources[0].labels.texts
-        companions = BandCoords.from_texts([texts[i] for i in band_index[0]]).coords()
+        chosen = [texts[i] for i in band_index[0]]
+        companions = BandCoords.from_texts(chosen).coords()
         companions.pop("band")
-        if "band_text" not in companions and list(names) != [texts[i] for i in band_index[0]]:
+        # unnamed bands are 1..n on every door (the policy's labels)
+        labels = decoding.band_labels(names, chosen)
+        new_coords["band"] = ("band", labels)
+        if ("band_text" not in companions and labels.dtype.kind != "i"
+                and list(names) != chosen):
             companions["band_text"] = xr.Variable(
                 "band", np.array([texts[i] for i in band_index[0]], dtype=str),
                 {"long_name": "band text as stored"})

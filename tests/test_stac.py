@@ -312,12 +312,34 @@ def scene_valid(item: pystac.Item) -> int:
     return int(np.prod(item.assets["data"].extra_fields["proj:shape"]))
 
 
-@pytest.mark.parametrize("resampling", ["bilinear", "cubic"])
-def test_resampling_within_one_count_of_odc_stac(rumi_items, tif_items, resampling):
+#: The output grid of GEOBOX at coarser resolutions than the 60 m scenes: GDAL widens
+#: its kernels by the shrink factor (2.5 and 3.5 here), and so must we.
+COARSER = {res: GeoBox.from_bbox((252000, 4991000, 276000, 5007000), "EPSG:32633",
+                                 resolution=res) for res in (150, 210)}
+#: Every resampling GDAL's warper offers (gauss is for overviews only).
+WARP_RESAMPLINGS = ["nearest", "bilinear", "cubic", "cubic_spline", "lanczos", "average",
+                    "mode", "max", "min", "med", "q1", "q3", "sum", "rms"]
+#: The grids of the resampling comparison: finer (50 m) and coarser than the sources.
+GRIDS = {"finer-50m": GEOBOX, "coarser-150m": COARSER[150], "coarser-210m": COARSER[210]}
+FAST_CASES = [("finer-50m", "bilinear"), ("finer-50m", "cubic"),
+              ("coarser-150m", "bilinear"), ("coarser-150m", "cubic"),
+              ("coarser-150m", "lanczos"), ("coarser-210m", "average")]
+#: sum onto the finer grid: a few hundred pixels of the two-CRS mosaic differ by up to
+#: 68 DN (and some in their nodata) from odc-stac; not understood yet.
+KNOWN_DIFFERENT = {("finer-50m", "sum")}
+SLOW_CASES = [pytest.param(grid, method, marks=[pytest.mark.slow] + (
+                  [pytest.mark.xfail(strict=True, reason="sum on a finer grid differs")]
+                  if (grid, method) in KNOWN_DIFFERENT else []))
+              for grid in GRIDS for method in WARP_RESAMPLINGS
+              if (grid, method) not in FAST_CASES]
+
+
+@pytest.mark.parametrize(("grid", "resampling"), FAST_CASES + SLOW_CASES)
+def test_resampling_within_one_count_of_odc_stac(rumi_items, tif_items, grid, resampling):
     chunks = {"time": 1, "y": 96, "x": 96}
-    theirs = odc_stac.load(tif_items, bands=SHORT, geobox=GEOBOX, resampling=resampling,
+    theirs = odc_stac.load(tif_items, bands=SHORT, geobox=GRIDS[grid], resampling=resampling,
                            chunks=chunks)
-    ours = rx.open_stac(rumi_items, geobox=GEOBOX, resampling=resampling, chunks=chunks)
+    ours = rx.open_stac(rumi_items, geobox=GRIDS[grid], resampling=resampling, chunks=chunks)
     for name in SHORT:
         a = ours[name].values.astype(np.int64)
         b = theirs[name].values.astype(np.int64)

@@ -781,3 +781,28 @@ def test_pixel_is_point_files(tmp_path):
     np.testing.assert_array_equal(ds.x.values, cube.x.values)
     np.testing.assert_array_equal(ds.y.values, cube.y.values)
     np.testing.assert_array_equal(ds.v.values, data[:, 0])
+
+
+@pytest.mark.filterwarnings("ignore:Unable to decode time axis:xarray.SerializationWarning")
+def test_times_outside_nanoseconds_come_back_as_open_catalog_gives_them(tmp_path):
+    # 1600 and 2300 lie outside datetime64[ns] (1677-2262): open_catalog decodes them as
+    # xarray does (cftime), and open_stac must not wrap them into other dates.
+    paths = []
+    for year in (1600, 2300):
+        path = tmp_path / f"y{year}.rumi"
+        write_array(path, np.full((1, 1, 32, 32), year, np.uint16), bands=["a"],
+                    time=[np.datetime64(f"{year}-05-01T10:30:00")],
+                    transform=(10, 0, 500000, 0, -10, 5000000), crs=32633, tile_size=32,
+                    progress=False)
+        paths.append(path)
+    expected = rx.open_catalog(rx.catalog(paths)).time.values
+    assert [t.year for t in expected] == [1600, 2300]
+    items = rx.to_stac(paths)
+    for kw in ({}, {"resolution": 20}):  # one grid (catalog cube), and reprojected
+        got = rx.open_stac(items, chunks={}, **kw).time.values
+        np.testing.assert_array_equal(got, expected)
+    # A number is not a STAC time (RFC 3339 text): refused, never read as nanoseconds.
+    numeric = items[0].to_dict()
+    numeric["properties"]["datetime"] = 1700000000
+    with pytest.raises(rx.RumiCatalogError, match="number without units"):
+        rx.open_stac([numeric])

@@ -2,8 +2,12 @@
 
 ``import rumi_xarray`` is light: it registers the ``.rumi`` accessor and
 nothing else happens until a function is used (librumi, dask and pandas load
-then). It changes no process-wide setting: librumi's are applied at the first
-read, from :func:`set_options`.
+then). It makes one process-wide setting: librumi's frame checksum
+verification is turned on (``RUMI_VERIFY=1`` in ``os.environ`` unless
+``RUMI_VERIFY`` is set, and librumi's own setter if librumi is loaded
+already), so every read after the import is verified, librumi's own
+``rumi.read`` included; ``RUMI_VERIFY=0`` keeps it off. librumi's thread pool
+is sized at the first read, from :func:`set_options`.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from rumi_xarray.backend import accessor as _accessor  # noqa: F401  (registers 
 from rumi_xarray.errors import *  # noqa: F403  (the error classes: errors.__all__)
 from rumi_xarray.options import get_options, set_options
 from rumi_xarray.options import on_set as _on_set
+from rumi_xarray.options import verify_from_import as _verify_from_import
 
 
 def _apply_verify(on: bool, restoring: bool) -> None:
@@ -35,6 +40,7 @@ def _apply_verify(on: bool, restoring: bool) -> None:
 
 
 _on_set("verify", _apply_verify)
+_verify_from_import()  # the one process-wide setting the import makes (see the docstring)
 
 if TYPE_CHECKING:  # what __getattr__ imports on first use, for type checkers
     from rumi_xarray.backend.accessor import Explanation, explain

@@ -29,18 +29,26 @@ option                    environment variable       meaning
 ========================  =========================  ===============================
 
 ``verify`` and ``threads`` are librumi process settings, fixed at the first
-decoded frame of a process; they are applied at rumi_xarray's first read, not
-at import (``set_options(verify=...)`` applies ``verify`` at once), and
-changing them afterwards raises :class:`~rumi_xarray.errors.RumiSettingsError`.
-When verification is wanted but was fixed off before (a direct ``rumi.read``
-first), reads raise :class:`~rumi_xarray.errors.RumiVerificationError` until
-``verify=False`` accepts unverified reads.
+decoded frame of a process; changing them afterwards raises
+:class:`~rumi_xarray.errors.RumiSettingsError`. ``threads`` is applied at
+rumi_xarray's first read. ``verify`` is the one setting the import makes
+(:func:`verify_from_import`): unless ``RUMI_VERIFY`` is set, importing
+rumi_xarray (as xarray does when it lists its engines) sets ``RUMI_VERIFY=1``
+in ``os.environ``, so librumi's verification starts on in this process, for
+librumi's own ``rumi.read`` after the import too, and in the processes it
+starts; if librumi is loaded already, its verification is turned on at once.
+``set_options(verify=...)`` applies ``verify`` at once. When verification is
+wanted but was fixed off before (a frame decoded before the import, such as a
+direct ``rumi.read``), reads raise
+:class:`~rumi_xarray.errors.RumiVerificationError` until ``verify=False``
+accepts unverified reads. ``RUMI_VERIFY=0`` keeps librumi's default, off.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import sys
 import threading
 from collections.abc import Callable, Mapping
 from types import TracebackType
@@ -286,6 +294,35 @@ def on_set(name: str, apply: Callable[[Any, bool], None]) -> None:
         value when a ``with`` block ends (``restoring`` True).
     """
     _appliers[name] = apply
+
+
+def verify_from_import() -> None:
+    """Turn librumi's checksum verification on, as ``import rumi_xarray`` does.
+
+    The one process-wide setting the import makes. Unless the user chose
+    (``RUMI_VERIFY`` set, ``0`` included), ``RUMI_VERIFY=1`` goes into
+    ``os.environ``: librumi reads it when it first needs the setting, so
+    loading librumi is left to the first read (the import stays light), and
+    processes started from this one inherit it. If librumi is loaded already,
+    it may have read its default (off), so the ``verify`` applier registered
+    with :func:`on_set` turns it on at once; if a frame was decoded before
+    (verification pinned off), that is not an error here: rumi_xarray's reads
+    refuse and say why.
+
+    Examples
+    --------
+    >>> import os
+    >>> import rumi_xarray  # calls it
+    >>> os.environ.get("RUMI_VERIFY")  # unless the user had set it
+    '1'
+    """
+    variable = _ENV["verify"]
+    if (os.environ.get(variable) or "").strip():
+        return  # the user's choice, RUMI_VERIFY=0 included
+    os.environ[variable] = "1"
+    apply = _appliers.get("verify")
+    if "rumi" in sys.modules and apply is not None and option("verify"):
+        apply(True, True)  # not strict: a pinned-off librumi is reported by the reads
 
 
 class set_options:  # noqa: N801  (named like xarray's set_options, used the same way)

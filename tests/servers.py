@@ -76,6 +76,8 @@ class RecordedRequest:
     arrived : float
         ``time.monotonic()`` when the server began handling the request
         (before any ``delay``): which requests were in flight together.
+    peer : int
+        The client's port: which connection carried the request.
     """
 
     method: str
@@ -86,6 +88,7 @@ class RecordedRequest:
     query: str = ""
     headers: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
     arrived: float = field(default=0.0, repr=False, compare=False)
+    peer: int = field(default=0, repr=False, compare=False)
 
 
 class Faults:
@@ -260,6 +263,7 @@ class _RangeHandler(BaseHTTPRequestHandler):
             query=parts.query,
             headers={k.lower(): v for k, v in self.headers.items()},
             arrived=getattr(self, "_arrived", 0.0),
+            peer=int(self.client_address[1]),
         )
         self.server.owner.log.add(item)
         return item

@@ -418,3 +418,38 @@ def test_bad_strides_and_lengths_are_refused_and_boundless_may_exceed(demo: dict
             RandomChipSampler(cube, CHIP, length)  # type: ignore[arg-type]
     assert len(ChipDataset(cube, np.int64(CHIP))) == DATES * 5 * 5
     assert len(ChipDataset(cube, SIZE + 8, boundless=True)) == DATES
+
+
+def test_forked_workers_never_reuse_the_parents_http_connections(demo: dict) -> None:
+    # The parent reads over HTTP first, so librumi's transport holds open keep-alive
+    # connections when DataLoader forks its workers. A child writing on an inherited
+    # socket would interleave its requests with the parent's on one connection; the
+    # server sees which connection (client port) carried every request.
+    series = Path(demo["series"])
+    with RangeHTTPServer(series.parent) as http:
+        cube = xr.open_dataset(http.url(series.name), engine="rumi")
+        ds = ChipDataset(cube, CHIP, bands=[0, 3])
+
+        def sampler() -> RandomChipSampler:  # the same 16 chips every epoch
+            return RandomChipSampler(cube, CHIP, 16, seed=11)
+
+        expected = list(DataLoader(ds, batch_size=4, sampler=sampler(), num_workers=0,
+                                   collate_fn=collate))
+        parent = {r.peer for r in http.requests()}
+        assert parent, "the parent read nothing over HTTP"
+        http.reset()
+        for _epoch in range(3):
+            loader = DataLoader(ds, batch_size=4, sampler=sampler(), num_workers=2,
+                                multiprocessing_context="fork", collate_fn=collate)
+            got = list(loader)
+            assert len(got) == len(expected)
+            for a, b in zip(got, expected, strict=True):
+                assert a["key"] == b["key"] and torch.equal(a["image"], b["image"])
+        children = {r.peer for r in http.requests()}
+        assert children and not children & parent, "a forked worker used a parent connection"
+        assert all(r.status in (200, 206) for r in http.requests())
+        # The parent still reads right after its children used the network.
+        again = list(DataLoader(ds, batch_size=4, sampler=sampler(), num_workers=0,
+                                collate_fn=collate))
+        assert all(torch.equal(a["image"], b["image"]) for a, b in zip(again, expected,
+                                                                        strict=True))

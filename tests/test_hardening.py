@@ -39,16 +39,17 @@ def test_checksums_are_on_by_default():
     assert process.verification()
 
 
-def test_import_changes_nothing_and_the_first_read_turns_checksums_on(small):
+def test_import_turns_checksums_on_and_sizes_no_pool(small):
     path, _, _ = small
     program = f"""
 import sys, rumi
+assert not rumi.get_checksum_verification()
 import rumi_xarray, xarray as xr
 xr.backends.list_engines()
-assert not rumi.get_checksum_verification(), "import changed librumi's setting"
+assert rumi.get_checksum_verification(), "import did not turn checksums on"
 assert rumi.get_num_threads() == 1, "import sized librumi's pool"
 xr.open_dataset({str(path)!r}, engine="rumi").band_data.values
-assert rumi.get_checksum_verification(), "the first read did not turn checksums on"
+assert rumi.get_checksum_verification()
 print("ok")
 """
     env = {k: v for k, v in os.environ.items() if k not in ("RUMI_VERIFY", "RUMI_NUM_THREADS")}

@@ -312,12 +312,34 @@ def scene_valid(item: pystac.Item) -> int:
     return int(np.prod(item.assets["data"].extra_fields["proj:shape"]))
 
 
-@pytest.mark.parametrize("resampling", ["bilinear", "cubic"])
-def test_resampling_within_one_count_of_odc_stac(rumi_items, tif_items, resampling):
+#: The output grid of GEOBOX at coarser resolutions than the 60 m scenes: GDAL widens
+#: its kernels by the shrink factor (2.5 and 3.5 here), and so must we.
+COARSER = {res: GeoBox.from_bbox((252000, 4991000, 276000, 5007000), "EPSG:32633",
+                                 resolution=res) for res in (150, 210)}
+#: Every resampling GDAL's warper offers (gauss is for overviews only).
+WARP_RESAMPLINGS = ["nearest", "bilinear", "cubic", "cubic_spline", "lanczos", "average",
+                    "mode", "max", "min", "med", "q1", "q3", "sum", "rms"]
+#: The grids of the resampling comparison: finer (50 m) and coarser than the sources.
+GRIDS = {"finer-50m": GEOBOX, "coarser-150m": COARSER[150], "coarser-210m": COARSER[210]}
+FAST_CASES = [("finer-50m", "bilinear"), ("finer-50m", "cubic"),
+              ("coarser-150m", "bilinear"), ("coarser-150m", "cubic"),
+              ("coarser-150m", "lanczos"), ("coarser-210m", "average")]
+#: sum onto the finer grid: a few hundred pixels of the two-CRS mosaic differ by up to
+#: 68 DN (and some in their nodata) from odc-stac; not understood yet.
+KNOWN_DIFFERENT = {("finer-50m", "sum")}
+SLOW_CASES = [pytest.param(grid, method, marks=[pytest.mark.slow] + (
+                  [pytest.mark.xfail(strict=True, reason="sum on a finer grid differs")]
+                  if (grid, method) in KNOWN_DIFFERENT else []))
+              for grid in GRIDS for method in WARP_RESAMPLINGS
+              if (grid, method) not in FAST_CASES]
+
+
+@pytest.mark.parametrize(("grid", "resampling"), FAST_CASES + SLOW_CASES)
+def test_resampling_within_one_count_of_odc_stac(rumi_items, tif_items, grid, resampling):
     chunks = {"time": 1, "y": 96, "x": 96}
-    theirs = odc_stac.load(tif_items, bands=SHORT, geobox=GEOBOX, resampling=resampling,
+    theirs = odc_stac.load(tif_items, bands=SHORT, geobox=GRIDS[grid], resampling=resampling,
                            chunks=chunks)
-    ours = rx.open_stac(rumi_items, geobox=GEOBOX, resampling=resampling, chunks=chunks)
+    ours = rx.open_stac(rumi_items, geobox=GRIDS[grid], resampling=resampling, chunks=chunks)
     for name in SHORT:
         a = ours[name].values.astype(np.int64)
         b = theirs[name].values.astype(np.int64)
@@ -759,3 +781,28 @@ def test_pixel_is_point_files(tmp_path):
     np.testing.assert_array_equal(ds.x.values, cube.x.values)
     np.testing.assert_array_equal(ds.y.values, cube.y.values)
     np.testing.assert_array_equal(ds.v.values, data[:, 0])
+
+
+@pytest.mark.filterwarnings("ignore:Unable to decode time axis:xarray.SerializationWarning")
+def test_times_outside_nanoseconds_come_back_as_open_catalog_gives_them(tmp_path):
+    # 1600 and 2300 lie outside datetime64[ns] (1677-2262): open_catalog decodes them as
+    # xarray does (cftime), and open_stac must not wrap them into other dates.
+    paths = []
+    for year in (1600, 2300):
+        path = tmp_path / f"y{year}.rumi"
+        write_array(path, np.full((1, 1, 32, 32), year, np.uint16), bands=["a"],
+                    time=[np.datetime64(f"{year}-05-01T10:30:00")],
+                    transform=(10, 0, 500000, 0, -10, 5000000), crs=32633, tile_size=32,
+                    progress=False)
+        paths.append(path)
+    expected = rx.open_catalog(rx.catalog(paths)).time.values
+    assert [t.year for t in expected] == [1600, 2300]
+    items = rx.to_stac(paths)
+    for kw in ({}, {"resolution": 20}):  # one grid (catalog cube), and reprojected
+        got = rx.open_stac(items, chunks={}, **kw).time.values
+        np.testing.assert_array_equal(got, expected)
+    # A number is not a STAC time (RFC 3339 text): refused, never read as nanoseconds.
+    numeric = items[0].to_dict()
+    numeric["properties"]["datetime"] = 1700000000
+    with pytest.raises(rx.RumiCatalogError, match="number without units"):
+        rx.open_stac([numeric])

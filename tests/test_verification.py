@@ -48,10 +48,15 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 PRELUDE = """
-import warnings, numpy as np, rumi, xarray as xr
-import rumi_xarray as rx
+import sys, warnings, numpy as np
 warnings.simplefilter("error", RuntimeWarning)  # a warning in place of an error fails
 good, corrupt, truth = {good!r}, {corrupt!r}, np.load({truth!r})
+{before}
+loaded_before_import = "rumi" in sys.modules
+import xarray as xr
+import rumi_xarray as rx
+import_loaded_rumi = "rumi" in sys.modules and not loaded_before_import
+import rumi
 
 def wrong(**kw):
     return int((xr.open_dataset(corrupt, engine="rumi", **kw).band_data.values != truth).sum())
@@ -65,8 +70,9 @@ def refused(**kw):
 """
 
 
-def _run(program: str, files: dict[str, Path], **env: str) -> str:
-    full = PRELUDE.format(**{k: str(v) for k, v in files.items()}) + program
+def _run(program: str, files: dict[str, Path], before: str = "", **env: str) -> str:
+    """Run ``program`` after ``import rumi_xarray``, and ``before`` ahead of that import."""
+    full = PRELUDE.format(before=before, **{k: str(v) for k, v in files.items()}) + program
     environment = {k: v for k, v in os.environ.items() if k != "RUMI_VERIFY"}
     environment.update(env)
     environment["PYTHONPATH"] = os.pathsep.join([str(ROOT), environment.get("PYTHONPATH", "")])
@@ -76,10 +82,9 @@ def _run(program: str, files: dict[str, Path], **env: str) -> str:
     return out.stdout
 
 
-def test_a_direct_rumi_read_first_makes_every_read_refuse_naming_the_file(files):
+def test_a_direct_rumi_read_before_the_import_makes_every_read_refuse_naming_the_file(files):
     out = _run("""
-rumi.read(good, rumi.info(source=good).header)  # the user cross-checks first
-assert not rumi.get_checksum_verification()
+assert not rumi.get_checksum_verification()  # pinned off before the import
 for kw in ({}, {"chunks": {}}, {}, {"chunks": {}}):  # every read, lazy and dask
     exc = refused(**kw)
     assert isinstance(exc, rx.RumiSettingsError) and isinstance(exc, RuntimeError)
@@ -87,8 +92,8 @@ for kw in ({}, {"chunks": {}}, {}, {"chunks": {}}):  # every read, lazy and dask
     text = str(exc)
     assert text.startswith(corrupt + ": reading"), text
     assert exc.source == corrupt
-    for remedy in ("RUMI_VERIFY=1", "rx.set_options(verify=True)", "before the first direct "
-                   "rumi.read", "rx.set_options(verify=False)", "pinned off"):
+    for remedy in ("RUMI_VERIFY=1", "import rumi_xarray before the first direct rumi.read",
+                   "rx.set_options(verify=False)", "pinned off"):
         assert remedy in text, remedy
 # a good file is refused too: nothing is read unverified behind the user's back
 try:
@@ -97,13 +102,12 @@ try:
 except rx.RumiVerificationError:
     pass
 print("refused")
-""", files)
+""", files, before="import rumi; rumi.read(good, rumi.info(source=good).header)  # a check")
     assert out.strip() == "refused"
 
 
 def test_verify_false_accepts_unverified_reads_and_the_refusal_comes_back(files):
     out = _run("""
-rumi.read(good, rumi.info(source=good).header)
 with rx.set_options(verify=False):
     n = wrong()  # accepted: the corrupt frames decode into wrong numbers
     m = wrong(chunks={})
@@ -118,16 +122,54 @@ except rx.RumiVerificationError as exc:
     assert "pinned off" in str(exc) and "RUMI_VERIFY=1" in str(exc)
 assert rx.get_options()["verify"] is False
 print("accepted", n)
-""", files)
+""", files, before="import rumi; rumi.read(good, rumi.info(source=good).header)")
     assert out.startswith("accepted")
 
 
 def test_unverified_reads_chosen_by_the_environment_are_not_refused(files):
+    # RUMI_VERIFY=0 is respected by the import: librumi's default (off) is kept.
     out = _run("""
+import os
+assert os.environ["RUMI_VERIFY"] == "0" and not rumi.get_checksum_verification()
 rumi.read(good, rumi.info(source=good).header)
 print("wrong", wrong(), wrong(chunks={}))
 """, files, RUMI_VERIFY="0")
     assert out.split()[0] == "wrong" and int(out.split()[1]) > 0
+
+
+#: librumi's own reads of the corrupt file: every one must raise, none return numbers.
+DIRECT_READS = """
+header = rumi.info(source=corrupt).header
+for call in (lambda: rumi.read(corrupt, header),
+             lambda: rumi.read_many([corrupt], [header], windows=[(0, 0, 64, 64)])):
+    try:
+        call()
+        raise AssertionError("librumi's own read returned unverified numbers")
+    except OSError as exc:
+        assert "checksum" in str(exc).lower(), exc
+"""
+
+
+@pytest.mark.parametrize("rumi_loaded", [False, True])
+def test_the_import_turns_verification_on_for_librumis_own_reads(files, rumi_loaded):
+    # librumi loaded and asked for its setting before the import (it read its default,
+    # off), or not loaded at all: after `import rumi_xarray` its own reads are verified.
+    before = ("import rumi; assert not rumi.get_checksum_verification()" if rumi_loaded
+              else "")
+    out = _run("""
+import os
+assert not import_loaded_rumi, "import rumi_xarray loaded librumi"
+assert os.environ["RUMI_VERIFY"] == "1"
+assert rumi.get_checksum_verification()
+""" + DIRECT_READS + """
+try:
+    wrong()
+    raise AssertionError("corruption not detected")
+except rx.RumiChecksumError:
+    pass
+print("verified")
+""", files, before=before)
+    assert out.strip() == "verified"
 
 
 @pytest.mark.parametrize("how", ["environment", "set_options"])

@@ -89,6 +89,33 @@ def time_coords(seconds: np.ndarray, bounds: np.ndarray | None
                                         "calendar": "proleptic_gregorian"})
     return out
 
+def decoded_instants(seconds: Any) -> np.ndarray:
+    """Return POSIX seconds as the ``time`` values ``xr.open_dataset(engine="rumi")`` gives.
+
+    The CF coordinate of :func:`time_coords`, decoded by ``xr.decode_cf`` as
+    every Dataset of ours is: naive UTC ``datetime64[ns]``, or, for times
+    outside its range (1677-2262), what xarray decodes those to (cftime
+    objects, with xarray's warning), never wrapped numbers.
+
+    Parameters
+    ----------
+    seconds : array-like of int
+        POSIX seconds per step.
+
+    Returns
+    -------
+    numpy.ndarray
+
+    Examples
+    --------
+    >>> decoded_instants([0, 86400])
+    array(['1970-01-01T00:00:00.000000000', '1970-01-02T00:00:00.000000000'],
+          dtype='datetime64[ns]')
+    """
+    encoded = xr.Dataset(coords=time_coords(np.asarray(seconds, dtype=np.int64), None))
+    return np.asarray(xr.decode_cf(encoded)["time"].values)
+
+
 # --- write side -----------------------------------------------------------------
 
 

@@ -30,14 +30,15 @@ _lock = threading.Lock()
 _warned_forced_on = False
 
 #: How to get verification back, and how to do without it: said by every refusal.
-REMEDY = ("To verify, start the process with RUMI_VERIFY=1 in its environment (dask "
-          "workers too), or call rx.set_options(verify=True) or read through rumi_xarray "
-          "before the first direct rumi.read. To accept unverified reads, call "
-          "rx.set_options(verify=False) or set RUMI_VERIFY=0.")
+REMEDY = ("To verify, restart the process and import rumi_xarray before the first direct "
+          "rumi.read (importing it turns verification on), or start the process with "
+          "RUMI_VERIFY=1 in its environment (dask workers too). To accept unverified reads, "
+          "call rx.set_options(verify=False) or set RUMI_VERIFY=0.")
 
 _PINNED_OFF = ("librumi's checksum verification is pinned off in this process: a frame "
                "was decoded without it before rumi_xarray could turn it on (a direct "
-               "rumi.read or rumi.read_many, or a read inside rx.set_options(verify=False)), "
+               "rumi.read or rumi.read_many before rumi_xarray was imported, or a read inside "
+               "rx.set_options(verify=False)), "
                "and librumi fixes the setting at the first decoded frame. Without it a "
                "corrupt frame can come back as wrong numbers.")
 

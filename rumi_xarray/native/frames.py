@@ -281,14 +281,19 @@ def _unknown_method(exc: BaseException) -> bool:
 
 
 def _storable(block: np.ndarray) -> np.ndarray:
-    """Return a native-byte-order, C-contiguous array of a width geozl accepts.
+    """Return a native-byte-order, aligned, C-contiguous array of a width geozl accepts.
 
-    Big-endian input is byte-swapped (the values are unchanged). complex128
-    samples are 16 bytes, wider than any OpenZL numeric stream, so they are
-    compressed as pairs of float64; the frame's bytes, which is what Rumi
-    stores and decodes, are the same.
+    OpenZL wraps only aligned samples as a numeric stream: an array whose
+    buffer is not aligned to its item size (a view at an odd offset of a byte
+    buffer, such as one dask.distributed deserialized from a message) makes
+    ``geozl.compress`` fail with "could not wrap src as a numeric stream (ZL
+    error code 70)", so such a block is copied. Big-endian input is
+    byte-swapped (the values are unchanged). complex128 samples are 16 bytes,
+    wider than any OpenZL numeric stream, so they are compressed as pairs of
+    float64; the frame's bytes, which is what Rumi stores and decodes, are the
+    same.
     """
-    arr = np.ascontiguousarray(block)
+    arr = np.require(block, requirements=["C_CONTIGUOUS", "ALIGNED"])
     if not arr.dtype.isnative:
         arr = arr.astype(arr.dtype.newbyteorder("="))
     if arr.dtype == np.complex128:

@@ -2,12 +2,13 @@
 
 librumi pins its thread pool size and its checksum setting at first use. They
 are chosen from :mod:`rumi_xarray.options` right before rumi_xarray's first
-native read in each process (dask workers and forked children included),
-never at import: importing rumi_xarray changes nothing for a process that
-never reads through it. Checksum verification is on unless the user turned it
-off (``verify=False`` or ``RUMI_VERIFY=0``), and a read it cannot protect is
-refused (:mod:`rumi_xarray.native.checksums`); the pool gets one thread per
-dask worker thread unless the user chose a size.
+native read in each process (dask workers and forked children included).
+Checksum verification is also turned on at import
+(:func:`rumi_xarray.options.verify_from_import`, the one setting the import
+makes), so librumi's own reads after it are verified too; it is on unless the
+user turned it off (``verify=False`` or ``RUMI_VERIFY=0``), and a read it
+cannot protect is refused (:mod:`rumi_xarray.native.checksums`); the pool gets
+one thread per dask worker thread unless the user chose a size.
 """
 
 from __future__ import annotations

@@ -46,6 +46,7 @@ import xarray as xr
 from rumi_xarray.conventions import cf, decoding
 from rumi_xarray.conventions.bands import BandCoords
 from rumi_xarray.conventions.facts import Facts
+from rumi_xarray.conventions.time import decoded_instants
 from rumi_xarray.errors import RumiCatalogError
 from rumi_xarray.model.cube import Scene
 from rumi_xarray.stac import grid as grids
@@ -470,12 +471,12 @@ def _conform(ds: xr.Dataset, gbox: Any, sources: Sequence[StacSource],
     drop = [c for c in ("x", "y", "spatial_ref", "band_text", "common_name",
                         "center_wavelength") if c in ds.coords and c not in dims]
     ds = ds.drop_vars(drop)
-    # Naive UTC in nanoseconds, as odc-stac, open_dataset and open_catalog give it (xarray
-    # would keep datetime objects in microseconds), so every path concatenates and
-    # aligns with the others without a silent change of resolution.
-    times = np.array([g[0].seconds for g in groups], dtype="datetime64[s]")
+    # Decoded as open_dataset and open_catalog decode it: naive UTC in nanoseconds, as
+    # odc-stac gives it too, so every path concatenates and aligns with the others; times
+    # outside datetime64[ns] as xarray decodes them there (not wrapped).
+    times = decoded_instants([g[0].seconds for g in groups])
     new_coords: dict[Hashable, Any] = dict(coords)
-    new_coords["time"] = xr.DataArray(times.astype("datetime64[ns]"), dims=("time",))
+    new_coords["time"] = xr.DataArray(times, dims=("time",))
     if "band" in ds.dims:
         # rumi_xarray's band companions (full text, common name, wavelength), both paths
         texts = sources[0].labels.texts

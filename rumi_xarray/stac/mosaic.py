@@ -57,8 +57,13 @@ def _pixels(part: Contribution, src: np.ndarray, shape: tuple[int, ...], block: 
     _quiet_rasterio()
     pix = np.full(shape, block.fill, dtype=block.dtype)
     dst_gbox = block.geobox[part.roi_dst]
+    # XSCALE/YSCALE None: odc-geo would force them to 1 (a workaround for rotated grids),
+    # which keeps GDAL's kernels one output pixel wide on a coarser grid and so samples
+    # only some of the source pixels under each output pixel. odc.stac.load and gdalwarp
+    # let GDAL widen them by the shrink factor; None reaches odc-geo's own filter of
+    # unset options, so GDAL does the same here (plan.source_padding widens the window).
     rio_reproject(np.ascontiguousarray(src), pix, part.src_gbox, dst_gbox, block.resampling,
-                  src_nodata=part.nodata, dst_nodata=block.fill)
+                  src_nodata=part.nodata, dst_nodata=block.fill, XSCALE=None, YSCALE=None)
     return pix
 
 

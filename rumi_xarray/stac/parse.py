@@ -531,6 +531,11 @@ def _times(properties: Mapping[str, Any], where: str
 
 
 def _seconds(value: Any, where: str) -> int:
+    if isinstance(value, (int, float, np.number)):
+        # pd.Timestamp would read a number as nanoseconds since 1970: STAC times are
+        # RFC 3339 text, and a number without units is refused, as on the write side.
+        raise RumiCatalogError(f"{where}: the time {value!r} is a number without units; "
+                               f"STAC times are RFC 3339 text (e.g. '2024-05-01T10:30:00Z')")
     try:
         stamp = pd.Timestamp(value)
     except (TypeError, ValueError) as exc:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import abc
 import hashlib
+import math
 from collections import defaultdict
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -38,8 +39,44 @@ from rumi_xarray.stac.parse import StacSource
 
 #: Widening windows to one size is accepted up to this many times the frames.
 WIDEN_LIMIT = 1.5
-#: Source padding (pixels) of resampling kernels wider than odc-geo's default 1.
-KERNEL_PADDING = {"cubic": 2, "cubic_spline": 2, "lanczos": 3, "gauss": 2}
+#: Radius (output pixels) of GDAL's resampling kernels (its GWKGetFilterRadius); the
+#: others (bilinear, and average, mode and the other statistics) reach 1.
+KERNEL_RADIUS = {"nearest": 0, "cubic": 2, "cubic_spline": 2, "lanczos": 3, "gauss": 2}
+
+
+def source_padding(resampling: str, scale: float) -> int:
+    """Return the source pixels a window needs around its footprint for a resampling kernel.
+
+    GDAL's warper (as ``odc.stac.load`` calls it) widens a kernel by the shrink
+    factor when the output is coarser, so that every source pixel under an
+    output pixel counts: a radius of ``r`` output pixels covers ``r * scale``
+    source pixels. One more pixel covers the sub-pixel rounding of the
+    footprint. odc-geo's default padding (1 pixel) is kept when it is wider.
+
+    Parameters
+    ----------
+    resampling : str
+        rasterio resampling name.
+    scale : float
+        Source pixels per output pixel along the wider axis (above 1: coarser output).
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> source_padding("bilinear", 0.8)
+    1
+    >>> source_padding("lanczos", 4.5)
+    15
+    """
+    radius = KERNEL_RADIUS.get(resampling, 1)
+    if radius == 0:
+        return 1
+    if scale <= 1:
+        return radius
+    return math.ceil(radius * scale) + 1
 
 
 @dataclass(frozen=True)
@@ -387,11 +424,12 @@ def block_plan(plan: LoadPlan, it: int, ib: int, iy: int, ix: int) -> BlockPlan:
     for s in sorted(steps):
         source = plan.sources[s]
         info = compute_reproject_roi(source.geobox, dst, ttol=ttol)
-        wider = KERNEL_PADDING.get(plan.resampling)
-        if wider is not None and not info.paste_ok:
-            # odc-geo pads source windows by 1 pixel: enough for bilinear, not for the
-            # wider kernels, which would see the window's edge instead of the image.
-            info = compute_reproject_roi(source.geobox, dst, ttol=ttol, padding=wider)
+        padding = source_padding(plan.resampling, max(info.scale2.xy))
+        if padding > 1 and not info.paste_ok:
+            # odc-geo pads source windows by 1 pixel: enough for bilinear on a finer
+            # grid, not for wider kernels nor for kernels GDAL widens on a coarser grid
+            # (mosaic.py lets it), which would see the window's edge instead of the image.
+            info = compute_reproject_roi(source.geobox, dst, ttol=ttol, padding=padding)
         if roi_is_empty(info.roi_src) or roi_is_empty(info.roi_dst):
             continue
         rows, cols = info.roi_src

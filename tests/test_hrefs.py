@@ -64,13 +64,15 @@ def _item(item_id: str, href: str, *, header: bool = False, path: Path | None = 
     if header:
         assert path is not None
         stac = rx.to_stac([os.fspath(path)])[0].to_dict(transform_hrefs=False)
-        asset = {**stac["assets"]["data"], "href": href}
-        properties = stac["properties"]
-    else:
-        properties = {"datetime": "2024-01-01T00:00:00Z", "proj:code": f"EPSG:{EPSG}",
-                      "proj:transform": list(TRANSFORM), "proj:shape": [32, 32]}
-    return {"type": "Feature", "stac_version": "1.0.0", "id": item_id, "geometry": None,
-            "bbox": [14.9, 54.0, 15.0, 54.1], "properties": properties,
+        return {**stac, "id": item_id, "links": [],
+                "assets": {"data": {**stac["assets"]["data"], "href": href}}}
+    properties = {"datetime": "2024-01-01T00:00:00Z", "proj:code": f"EPSG:{EPSG}",
+                  "proj:transform": list(TRANSFORM), "proj:shape": [32, 32]}
+    west, south, east, north = 14.9, 54.0, 15.0, 54.1
+    ring = [[west, south], [east, south], [east, north], [west, north], [west, south]]
+    return {"type": "Feature", "stac_version": "1.0.0", "id": item_id,
+            "geometry": {"type": "Polygon", "coordinates": [ring]},
+            "bbox": [west, south, east, north], "properties": properties,
             "assets": {"data": asset}, "links": []}
 
 
@@ -179,15 +181,14 @@ _PROBE = textwrap.dedent("""
             events.append(["open", str(args[0])])
     sys.addaudithook(hook)
     results = []
-    for kind, url in json.loads(sys.argv[1]):
+    for kind, url, bbox in json.loads(sys.argv[1]):
         armed.append(1)
         events.clear()
         try:
             if kind == "stac":
                 rx.open_stac(url, chunks={})
             elif kind == "archive":
-                rx.open_stac(url, lookup="task", bbox=(14.9, 54.0, 15.0, 54.1),
-                             chunks={})
+                rx.open_stac(url, lookup="task", bbox=bbox, chunks={})
             else:
                 rx.open_catalog(url, chunks={})
             outcome = ["opened", ""]
@@ -216,13 +217,14 @@ def test_hostile_catalogs_are_refused_before_any_connect_or_open(
     served.mkdir()
     shutil.copy(scenes["a"], served / "a.rumi")
     with RangeHTTPServer(served) as server:
+        port = server.port
         cases = []
         for i, href in enumerate(_hostile_hrefs(scenes, server.port)):
             (served / f"items{i}.json").write_text(json.dumps(_collection(_item("evil", href))))
-            cases.append(["stac", server.url(f"items{i}.json")])
+            cases.append(["stac", server.url(f"items{i}.json"), None])
             rows = rx.catalog([os.fspath(scenes["a"])]).assign(path=[href])
             rows.to_parquet(served / f"table{i}.parquet")
-            cases.append(["table", server.url(f"table{i}.parquet")])
+            cases.append(["table", server.url(f"table{i}.parquet"), None])
         from rumi_xarray.stac.geoparquet import to_table
 
         evil = [_item("evil", h, header=True, path=scenes["a"])
@@ -230,9 +232,9 @@ def test_hostile_catalogs_are_refused_before_any_connect_or_open(
         import pyarrow.parquet as pq
 
         pq.write_table(to_table(evil[:1]), served / "archive.parquet")
-        cases.append(["archive", server.url("archive.parquet")])
+        cases.append(["archive", server.url("archive.parquet"), evil[0]["bbox"]])
         pq.write_table(to_table(evil[3:4]), served / "archive_loopback.parquet")
-        cases.append(["stac", server.url("archive_loopback.parquet")])
+        cases.append(["stac", server.url("archive_loopback.parquet"), None])
         server.reset()
         results = _probe(cases, tmp_path, server.port, scenes["secret"])
         # The server answered the catalogs' own reads, never a request for a.rumi.
@@ -242,12 +244,12 @@ def test_hostile_catalogs_are_refused_before_any_connect_or_open(
         assert "is refused" in message and ("STAC item 'evil'" in message
                                             or "catalog row 0" in message), message
         connects = [e for e in events if e[0] == "connect"]
-        assert all(f"'127.0.0.1', {server.port})" in e[1] for e in connects), (url, connects)
+        assert all(f"'127.0.0.1', {port})" in e[1] for e in connects), (url, connects)
         opened = [e[1] for e in events if e[0] == "open"]
         assert os.fspath(scenes["secret"]) not in opened, url
 
 
-def _probe(cases: list[list[str]], tmp_path: Path, port: int, secret: Path) -> list:
+def _probe(cases: list[list], tmp_path: Path, port: int, secret: Path) -> list:
     """Run the probe; under strace too where it exists, checking native connects and opens."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     command = [sys.executable, "-c", _PROBE, json.dumps(cases)]

@@ -342,7 +342,8 @@ def _own_hrefs(item: dict[str, Any]) -> dict[str, Any]:
     """Resolve an Item's Rumi href against its ``self`` link (this process's folder without)."""
     base = next((link.get("href") for link in item.get("links") or []
                  if isinstance(link, Mapping) and link.get("rel") == "self"), None)
-    return with_hrefs([item], catalog_hrefs(base if isinstance(base, str) and base else None))
+    return with_hrefs([item], catalog_hrefs(base if isinstance(base, str) and base else None)
+                      )[0]
 
 
 # --- Item dictionaries -> sources -----------------------------------------------------

@@ -284,8 +284,9 @@ def test_a_remote_catalog_on_loopback_reads_when_the_caller_allows_it(
         with rx.set_options(allowed_hrefs=[f"127.0.0.1:{server.port}"]):
             table = rx.open_catalog(server.url("table.parquet"), chunks={},
                                     mask_and_scale=False)
-            items = rx.open_stac(server.url("items.json"), chunks={}, mask_and_scale=False)
-        truth = read(scenes["a"], pattern="t b y x")
+            items = rx.open_stac(server.url("items.json"), chunks={}, mask_and_scale=False,
+                                 band_as_variable=False)
+        truth = read(scenes["a"])
         np.testing.assert_array_equal(table.band_data.values, truth)
         np.testing.assert_array_equal(items.band_data.values, truth)
 
@@ -304,7 +305,7 @@ def _relative_table(scenes: dict[str, Path], folder: Path) -> Path:
 
 
 def _truth(scenes: dict[str, Path]) -> np.ndarray:
-    return np.concatenate([read(scenes[k], pattern="t b y x") for k in ("a", "b")])
+    return np.concatenate([read(scenes[k]) for k in ("a", "b")])
 
 
 def test_a_relative_table_means_the_same_files_from_any_working_directory(
@@ -341,14 +342,15 @@ def test_relative_hrefs_resolve_inside_folders_with_url_characters(
     shutil.copy(scenes["a"], folder / "a.rumi")
     item = _item("a", "a.rumi", header=True, path=scenes["a"])
     (folder / "items.json").write_text(json.dumps(_collection(item)))
-    ds = rx.open_stac(folder / "items.json", mask_and_scale=False)
-    np.testing.assert_array_equal(ds.band_data.values, read(scenes["a"], pattern="t b y x"))
+    ds = rx.open_stac(folder / "items.json", mask_and_scale=False, band_as_variable=False)
+    np.testing.assert_array_equal(ds.band_data.values, read(scenes["a"]))
     from rumi_xarray.stac.geoparquet import to_table
     import pyarrow.parquet as pq
 
     pq.write_table(to_table([item]), folder / "items.parquet")
-    ds = rx.open_stac(folder / "items.parquet", mask_and_scale=False)
-    np.testing.assert_array_equal(ds.band_data.values, read(scenes["a"], pattern="t b y x"))
+    ds = rx.open_stac(folder / "items.parquet", mask_and_scale=False,
+                      band_as_variable=False)
+    np.testing.assert_array_equal(ds.band_data.values, read(scenes["a"]))
 
 
 # --- errors, missing scenes, rotated grids ---------------------------------------------

@@ -289,8 +289,9 @@ def _is_arrow_table(obj: Any) -> bool:
 
 
 def _from_file(path: str, search: Mapping[str, Any]) -> list[dict[str, Any]]:
-    lowered = path.split("?", 1)[0].lower()
     where = locate(path)
+    # A URL's query (a signed URL's) is not part of its name; a local folder's "?" is.
+    lowered = (path.split("?", 1)[0] if where.url else path).lower()
     # A GDAL virtual path is opened as the URL it names.
     opened = where.target if where.url and where.target else path
     folder = where.local and os.path.isdir(path)

@@ -161,12 +161,13 @@ def _entry(text: str, into: Allowed) -> Allowed:
     try:
         parts = urlsplit(f"//{text}")
         host, port = parts.hostname, parts.port
-    except ValueError:
-        host = port = None
+        more = bool(parts.path or parts.query or parts.fragment or parts.username)
+    except ValueError:  # a port that is not a number, an unclosed "["
+        host, port, more = None, None, True
     if host and _address(_host_key(host)) is None and not all(
             c.isalnum() or c in "-._" for c in host):
         host = None
-    if not host or parts.path or parts.query or parts.fragment or parts.username:
+    if not host or more:
         raise ValueError(
             f"allow-list entry {text!r} is none of: '*', a scheme ('file:'), a host "
             f"('127.0.0.1', 'localhost:8080'), a network ('10.0.0.0/8'), a URL prefix "

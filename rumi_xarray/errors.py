@@ -28,6 +28,7 @@ __all__ = [
     "RumiFileChangedError",
     "RumiFileNotFoundError",
     "RumiFormatError",
+    "RumiHrefError",
     "RumiIOError",
     "RumiInternalError",
     "RumiMemoryError",
@@ -102,6 +103,20 @@ class RumiCatalogKeyError(RumiCatalogError, KeyError):
     def __str__(self) -> str:
         # KeyError quotes its argument; the message is a sentence.
         return str(self.args[0]) if self.args else ""
+
+
+class RumiHrefError(RumiCatalogError):
+    """An href of a catalog (a STAC Item's asset, a table's path) is refused.
+
+    It holds a NUL byte, or a catalog read from a remote location points at a
+    local file, at a loopback, link-local or private address, or at a scheme it
+    may not use, and the ``allowed_hrefs`` option does not allow it. Raised
+    before anything is opened or connected to; ``href`` is the href (credentials
+    removed) and ``where`` the Item or row it comes from.
+    """
+
+    href: str | None = None
+    where: str | None = None
 
 
 class RumiArgumentError(RumiError, ValueError):
@@ -254,7 +269,7 @@ _BY_BUILTIN: tuple[tuple[type[BaseException], type[RumiError]], ...] = (
 
 def with_context(exc: BaseException, context: str, *, source: str | None = None,
                  selection: str | None = None, row: int | str | None = None,
-                 kind: type[RumiError] | None = None) -> RumiError:
+                 kind: type[RumiError] | None = None, opaque: bool = False) -> RumiError:
     """Return ``exc`` as a :class:`RumiError` with ``context`` in front of its message.
 
     The caller raises the result ``from exc``, so the original traceback stays
@@ -277,6 +292,12 @@ def with_context(exc: BaseException, context: str, *, source: str | None = None,
         The class to raise; by default the rumi_xarray class matching the
         builtin type of ``exc`` (``OSError`` -> :class:`RumiIOError`...), or
         ``exc``'s own class when it already is a :class:`RumiError`.
+    opaque : bool, default False
+        The source was reached through a catalog, not named by the caller: say
+        what failed (not found, not a Rumi file, a failed read...) without
+        the message of ``exc``, which may quote the file's first bytes or its
+        size. The caller raises the result ``from None`` then, so the original
+        message is not printed with it either.
 
     Returns
     -------
@@ -289,7 +310,7 @@ def with_context(exc: BaseException, context: str, *, source: str | None = None,
         source = source or exc.source
         selection = selection or exc.selection
         row = exc.row if row is None else row
-    message = redact_text(_message(exc))
+    message = _summary(exc) if opaque else redact_text(_message(exc))
     text = f"{context}: {message}" if message else context
     cls = kind or _kind_of(exc)
     new = cls(text)
@@ -298,8 +319,8 @@ def with_context(exc: BaseException, context: str, *, source: str | None = None,
         if code is None and isinstance(exc, FileNotFoundError):
             code = errno_codes.ENOENT
         new.errno = code
-        new.strerror = getattr(exc, "strerror", None) or message
-        new.filename = getattr(exc, "filename", None) or source
+        new.strerror = (None if opaque else getattr(exc, "strerror", None)) or message
+        new.filename = (None if opaque else getattr(exc, "filename", None)) or source
     new.source = source
     new.selection = selection
     new.row = row
@@ -332,6 +353,27 @@ def os_error(cls: type[RumiError], code: int | None, text: str,
     err.filename = filename
     err.source = filename
     return err
+
+
+def _summary(exc: BaseException) -> str:
+    """Say what kind of failure ``exc`` is, quoting nothing it says (no bytes, no sizes)."""
+    if isinstance(exc, RumiError) and not isinstance(exc, (RumiIOError, RumiFormatError)):
+        return " ".join(str(exc).split())  # our own messages quote no content
+    if isinstance(exc, FileNotFoundError):
+        return "no such file or object"
+    if isinstance(exc, PermissionError):
+        return "permission denied"
+    if isinstance(exc, RumiChecksumError) or "checksum mismatch" in str(exc).lower():
+        return "a frame failed its checksum"
+    if isinstance(exc, MemoryError):
+        return "out of memory"
+    if isinstance(exc, ValueError):
+        return "not a Rumi file, or not the file its header indexes"
+    if isinstance(exc, OSError):
+        code = exc.errno
+        name = errno_codes.errorcode.get(code, "") if isinstance(code, int) else ""
+        return f"reading failed{f' ({name})' if name else ''}"
+    return f"reading failed ({type(exc).__name__})"
 
 
 def _kind_of(exc: BaseException) -> type[RumiError]:

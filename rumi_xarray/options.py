@@ -26,6 +26,9 @@ option                    environment variable       meaning
 ``progress``              ``RUMI_XARRAY_PROGRESS``   progress bars: ``None`` shows them
                                                       in terminals and notebooks
 ``sidecar``               ``RUMI_XARRAY_SIDECAR``    read ``<file>.aux.json`` at open
+``allowed_hrefs``         ``RUMI_XARRAY_ALLOWED_HREFS``  what hrefs of a remote catalog
+                                                      may reach beyond the rules
+                                                      (comma-separated entries)
 ========================  =========================  ===============================
 
 ``verify`` and ``threads`` are librumi process settings, fixed at the first
@@ -65,6 +68,7 @@ _ENV = {
     "threads": "RUMI_NUM_THREADS",
     "progress": "RUMI_XARRAY_PROGRESS",
     "sidecar": "RUMI_XARRAY_SIDECAR",
+    "allowed_hrefs": "RUMI_XARRAY_ALLOWED_HREFS",
 }
 _DEFAULTS: dict[str, Any] = {
     "cache_bytes": None,
@@ -73,6 +77,7 @@ _DEFAULTS: dict[str, Any] = {
     "threads": None,
     "progress": None,
     "sidecar": True,
+    "allowed_hrefs": (),
 }
 _TRUE = ("1", "true", "on", "yes")
 _FALSE = ("0", "false", "off", "no")
@@ -184,6 +189,19 @@ def _threads(name: str, value: Any) -> int | None:
     return int(value)
 
 
+def _hrefs(name: str, value: Any) -> tuple[str, ...]:
+    from rumi_xarray.sources.hrefs import parse_allowed
+
+    if value is not None and not isinstance(value, str) and not hasattr(value, "__iter__"):
+        raise RumiSettingsValueError(
+            f"option {name} takes a list of hosts, schemes, networks or prefixes, got "
+            f"{value!r}")
+    try:
+        return parse_allowed(value)
+    except ValueError as exc:
+        raise RumiSettingsValueError(f"option {name}: {exc}") from None
+
+
 _VALIDATE: dict[str, Callable[[str, Any], Any]] = {
     "cache_bytes": _bytes,
     "group_bytes": lambda n, v: None if v is None else max(1, _bytes(n, v) or 1),
@@ -191,6 +209,7 @@ _VALIDATE: dict[str, Callable[[str, Any], Any]] = {
     "threads": _threads,
     "progress": lambda n, v: _flag(n, v, none_ok=True),
     "sidecar": _flag,
+    "allowed_hrefs": _hrefs,
 }
 
 
@@ -351,6 +370,13 @@ class set_options:  # noqa: N801  (named like xarray's set_options, used the sam
         notebooks).
     sidecar : bool
         Read ``<file>.aux.json`` (nodata, scale, offset, units) when opening.
+    allowed_hrefs : str or list of str
+        Where the hrefs of a catalog read from a remote location may lead beyond
+        the rules (no local files, no loopback, link-local or private addresses,
+        only object-store and web schemes): ``"*"`` (anything), schemes
+        (``"file:"``), hosts (``"127.0.0.1:8080"``), networks (``"10.0.0.0/8"``),
+        URL prefixes (``"http://10.1.2.3/data/"``) or local path prefixes.
+        Read when a catalog is opened; its dask tasks use the same list.
 
     Raises
     ------

@@ -412,3 +412,31 @@ def test_unaligned_samples_are_compressed_as_aligned_ones():
     assert not raw.flags.aligned
     compress = Compressor()
     assert compress(raw) == compress(samples)
+
+def test_a_relative_table_reads_the_same_files_in_workers_of_another_cwd(
+        client, corpus, tmp_path):
+    # Paths relative to the table's folder; the workers run in an unrelated folder: every
+    # process resolves them against the table, not against where it was started.
+    path, _, data, _ = corpus["plane_tb_u16"]
+    tables = tmp_path / "tables" / "deep"
+    tables.mkdir(parents=True)
+    # The file twice, the second row a thousand days later: scene 1 is looked up by a worker.
+    rows = rx.catalog([os.fspath(path), os.fspath(path)])
+    later = [int(s) + 1000 * 86400 for s in rows["time_seconds"][1]]
+    rows["time_seconds"] = [list(rows["time_seconds"][0]), later]
+    rows.loc[1, "time"] = pd.Timestamp(later[0], unit="s")
+    rows = rows.assign(path=[os.path.relpath(p, tables) for p in rows["path"]])
+    rows.to_parquet(tables / "catalog.parquet")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    before = client.run(os.getcwd)
+    client.run(os.chdir, os.fspath(elsewhere))
+    try:
+        assert set(client.run(os.getcwd).values()) == {os.fspath(elsewhere)}
+        ds = rx.open_catalog(tables / "catalog.parquet", chunks={"time": 1},
+                             mask_and_scale=False)
+        got = ds.band_data.compute().values
+    finally:
+        for worker, cwd in before.items():
+            client.run(os.chdir, cwd, workers=[worker])
+    np.testing.assert_array_equal(got, np.concatenate([data, data]))

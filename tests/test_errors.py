@@ -79,7 +79,7 @@ def test_open_catalog_of_a_json_file(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("options", "wrong"), [
     ({"cache_bytes": -5}, "option cache_bytes must be a non-negative number of bytes, got -5"),
-    ({"foo": 1}, "unknown option(s) ['foo']; valid options: ['cache_bytes'"),
+    ({"foo": 1}, "unknown option(s) ['foo']; valid options: ['allowed_hrefs', 'cache_bytes'"),
 ])
 def test_set_options_bad_settings(options: dict, wrong: str) -> None:
     before = rx.get_options()

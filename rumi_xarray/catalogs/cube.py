@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from rumi_xarray import options
 from rumi_xarray.backend import (
     accessor,  # noqa: F401  (registers the .rumi accessor)
     dataset,
@@ -38,6 +39,7 @@ from rumi_xarray.model.cube import Cube, Scene, source_name
 from rumi_xarray.model.grid import Grid
 from rumi_xarray.native import reads
 from rumi_xarray.sources import resolve
+from rumi_xarray.sources.hrefs import Hrefs
 from rumi_xarray.sources.redact import redact_text
 
 DUPLICATES = ("keep", "first", "last", "error")
@@ -251,8 +253,12 @@ def open_catalog(table: pd.DataFrame | str | os.PathLike[str], *, chunks: Any = 
                 f"catalog row {int(rows['_row'].iloc[i])} "
                 f"({source_name(rows['path'].iloc[i])}): bad header: {exc}") from exc
     _check(rows, grids)
+    # Rows in memory are the caller's: relative paths resolve against this process's
+    # working directory, here, once (workers receive absolute paths).
+    hrefs = Hrefs.of_catalog(None, allowed=options.option("allowed_hrefs"))
     scenes = tuple(
-        Scene(resolve.resolve(p, storage_options=storage_options), bytes(h), int(r))
+        Scene(resolve.resolve(hrefs.follow(p, f"catalog row {int(r)}"),
+                              storage_options=storage_options), bytes(h), int(r))
         for p, h, r in zip(rows["path"], rows["header"], rows["_row"], strict=True))
     steps = tuple((s, t) for s, g in enumerate(grids) for t in range(g.time_count))
     cube = Cube(scenes, grids[0], steps)
@@ -306,14 +312,22 @@ def _bbox_window(ds: xr.Dataset, bbox: Any) -> dict[str, slice]:
                                f"{bbox!r}") from exc
     if not (west < east and south < north):
         raise RumiCatalogError(f"bbox= {bbox!r} is empty: (min lon, min lat, max lon, max lat)")
-    if "x" not in ds.dims or "spatial_ref" not in ds.coords:
+    if "x" not in ds.dims or "spatial_ref" not in ds.coords or (
+            "GeoTransform" not in ds.spatial_ref.attrs):
         raise RumiCatalogError("bbox= needs georeferenced scenes with an axis-aligned "
                                "transform (these have no x/y coordinates)")
+    gt = [float(v) for v in str(ds.spatial_ref.attrs["GeoTransform"]).split()]
+    x0, xres, row_rotation, y0, col_rotation, yres = gt
+    if row_rotation != 0.0 or col_rotation != 0.0 or xres == 0.0 or yres == 0.0:
+        # A window of rows and columns covers a rotated box only partly: refuse rather
+        # than return pixels that miss part of the box.
+        raise RumiCatalogError(
+            f"bbox= needs scenes with an axis-aligned transform; these are rotated or "
+            f"sheared (GeoTransform {ds.spatial_ref.attrs['GeoTransform']!r}): select "
+            f"pixels with .isel, or reproject with rx.open_stac(..., bbox=...)")
     from pyproj import Transformer
 
     var = next(iter(ds.data_vars.values()))
-    gt = [float(v) for v in str(ds.spatial_ref.attrs["GeoTransform"]).split()]
-    x0, xres, _, y0, _, yres = gt
     crs = ds.spatial_ref.attrs["crs_wkt"]
     left, bottom, right, top = Transformer.from_crs(
         "EPSG:4326", crs, always_xy=True).transform_bounds(west, south, east, north)
@@ -338,7 +352,8 @@ def _open_table(url: str, *, storage_options: dict[str, Any] | None, time: Any,
         idx, facts = tables.open_index(url, storage_options=storage_options, time=time,
                                        duplicates=duplicates, coords=coords)
     ref, grid = facts["reference"], idx.reference.grid
-    first = Scene(resolve.resolve(ref["path"], storage_options=storage_options),
+    target = idx.hrefs.follow(ref["path"], f"catalog row {facts['reference_label']}")
+    first = Scene(resolve.resolve(target, storage_options=storage_options),
                   bytes(ref["header"]), facts["reference_label"])
     scenes = tables.TableScenes(idx, first, str(facts["cost"]))
     cube = Cube(scenes, grid, UniformSteps(idx.scenes, grid.time_count))
@@ -387,6 +402,10 @@ def open_catalog_grids(table: pd.DataFrame | str | os.PathLike[str], **kwargs: A
         url = os.fspath(table)
         with _reading_table(source_name(url)):
             rows = tables.read_all_rows(url, kwargs.get("storage_options"))
+        # The rows leave their table here: their paths are resolved and judged against it.
+        hrefs = tables.table_hrefs(url, kwargs.get("storage_options"))
+        rows = rows.assign(path=[hrefs.follow(p, f"catalog row {i} of {source_name(url)}")
+                                 for i, p in enumerate(rows["path"])])
     else:
         rows = table.reset_index(drop=True)
     if rows.empty:

@@ -39,12 +39,14 @@ from typing import Any, overload
 import numpy as np
 import pandas as pd
 
+from rumi_xarray import options
 from rumi_xarray.conventions import sidecar as sidecars
 from rumi_xarray.conventions.sidecar import Sidecar
 from rumi_xarray.errors import RumiCatalogError, RumiCatalogKeyError, RumiFileChangedError
 from rumi_xarray.formatting import human_size
 from rumi_xarray.model.cube import Scene, source_name
 from rumi_xarray.model.grid import Grid
+from rumi_xarray.sources.hrefs import Hrefs
 
 #: Row groups a process keeps decoded (paths, headers, grid facts) for later tasks.
 CACHE_GROUPS = 64
@@ -131,12 +133,19 @@ class TableIndex:
     storage_options : dict
     local : bool
         The files are local paths (pyarrow reads them directly).
+    hrefs : Hrefs, optional
+        How the table's paths resolve (relative ones against the table's own
+        location) and where they may lead, fixed at open so that every worker
+        resolves a row as the client does; by default the table's location
+        with no allow-list.
     """
 
     def __init__(self, url: str, files: tuple[str, ...], groups: tuple[Group, ...],
                  runs: np.ndarray, scenes: int, reference: Reference,
-                 storage_options: Mapping[str, Any] | None, local: bool) -> None:
+                 storage_options: Mapping[str, Any] | None, local: bool,
+                 hrefs: Hrefs | None = None) -> None:
         self.url = url
+        self.hrefs = hrefs if hrefs is not None else Hrefs.of_catalog(url)
         self.files = files
         self.groups = groups
         self.runs = np.ascontiguousarray(runs, dtype=np.int64)
@@ -233,6 +242,31 @@ def list_files(url: str, storage_options: Mapping[str, Any] | None
         raise RumiCatalogError(f"{source_name(url)}: the folder holds no Parquet file "
                                f"({', '.join(SUFFIXES)})")
     return fs, tuple(found), local
+
+
+def table_hrefs(url: str, storage_options: Mapping[str, Any] | None,
+                files: tuple[str, ...] | None = None) -> Hrefs:
+    """Return how the paths of a table on disk resolve and where they may lead.
+
+    Relative paths resolve against the table's own location: beside a Parquet
+    file, inside a folder of them; the allow-list is the caller's now.
+
+    Parameters
+    ----------
+    url : str
+    storage_options : mapping, optional
+    files : tuple of str, optional
+        The table's files, as :func:`list_files` found them (listed again if not given).
+
+    Returns
+    -------
+    Hrefs
+    """
+    _, root = _filesystem(url, storage_options)
+    if files is None:
+        files = list_files(url, storage_options)[1]
+    return Hrefs.of_catalog(url, folder=files != (root,),
+                            allowed=options.option("allowed_hrefs"))
 
 
 def read_all_rows(url: str, storage_options: Mapping[str, Any] | None) -> pd.DataFrame:
@@ -507,8 +541,9 @@ def open_index(url: str, *, storage_options: Mapping[str, Any] | None, time: Any
                     else tuple(float(v) for v in reference["transform"]),
                     crs=reference.get("crs"),
                     sidecar=Sidecar.from_columns(reference, grid.dtype), grid=grid)
+    hrefs = table_hrefs(url, storage_options, files)
     index = TableIndex(url, files, tuple(chosen), runs, len(order), ref, storage_options,
-                       local)
+                       local, hrefs)
     facts = {"seconds": seconds[order], "bounds": None if bounds is None else bounds[order],
              "reference": reference, "reference_label": label, "coords": extra,
              "cost": cost}
@@ -732,8 +767,11 @@ class TableScenes(Sequence[Scene]):
         grp = self.table.groups[group]
         label = f"{grp.start + row} of {self.table.file_name(grp.file)}"
         path, header = cols["path"][row], bytes(cols["header"][row])
+        # Judged before anything is opened, by the rules fixed when the table was opened.
+        target = self.table.hrefs.follow(path, f"catalog row {label}")
         _check_row(self.table, cols, row, label, path, header)
-        scene = Scene(resolve.resolve(path, storage_options=self.table.storage_options or None),
+        scene = Scene(resolve.resolve(target,
+                                      storage_options=self.table.storage_options or None),
                       header, label)
         rows.scenes[row] = scene
         return scene

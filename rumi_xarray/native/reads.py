@@ -54,7 +54,7 @@ CallItem = tuple[Scene, int, int]
 # --- metadata -------------------------------------------------------------------
 
 
-def info(source: Any, header: bytes | None = None) -> Any:
+def info(source: Any, header: bytes | None = None, *, opaque: bool = False) -> Any:
     """Read a source's metadata (index, georeferencing, labels).
 
     Parameters
@@ -63,6 +63,9 @@ def info(source: Any, header: bytes | None = None) -> Any:
         Path, URL, file content or range-read source.
     header : bytes, optional
         When given, librumi checks that it indexes ``source``.
+    opaque : bool, default False
+        ``source`` was reached through a catalog: errors say what failed
+        without librumi's message (which may quote the file's first bytes).
 
     Returns
     -------
@@ -81,13 +84,18 @@ def info(source: Any, header: bytes | None = None) -> Any:
     try:
         meta = _info(source, header)
     except NATIVE_ERRORS as exc:
+        cause = None if opaque else exc
         if header is not None and "does not match" in str(exc):
             raise RumiFormatError(
                 f"{name}: the header given does not index this file (it belongs to "
-                f"another file or was altered)") from exc
+                f"another file or was altered)") from cause
         if _not_found(exc):
             raise with_context(exc, f"{name}: no such file or object", source=name,
-                               kind=RumiFileNotFoundError) from exc
+                               kind=RumiFileNotFoundError, opaque=opaque) from cause
+        if opaque:
+            raise with_context(exc, name, source=name,
+                               kind=RumiFormatError if isinstance(exc, ValueError) else None,
+                               opaque=True) from None
         hint = _not_rumi_hint(source, exc)
         raise with_context(exc, f"{name}: not a readable Rumi file{hint}", source=name) from exc
     STATS.add(metadata=1)
@@ -232,7 +240,8 @@ def read(windows: Sequence[CallItem], times: Sequence[int], bands: Sequence[int]
         else:
             binding.read_into(out, items, time_arg, band_arg, height, width)
     except NATIVE_ERRORS as exc:
-        raise _locate_failure(exc, windows, time_arg, band_arg, height, width, dtype) from exc
+        failure = _locate_failure(exc, windows, time_arg, band_arg, height, width, dtype)
+        raise failure from (None if _opaque(failure) else exc)
     STATS.add(calls=1, items=len(windows), planned_frames=frames, bytes=int(out.nbytes))
     return out
 
@@ -275,7 +284,8 @@ def read_as(windows: Sequence[CallItem], times: Sequence[int], bands: Sequence[i
                              time=time_arg, bands=band_arg, pattern=pattern,
                              framework=framework)
     except NATIVE_ERRORS as exc:
-        raise _locate_failure(exc, windows, time_arg, band_arg, height, width, dtype) from exc
+        failure = _locate_failure(exc, windows, time_arg, band_arg, height, width, dtype)
+        raise failure from (None if _opaque(failure) else exc)
     nbytes = len(windows) * len(time_arg) * len(band_arg) * height * width * dtype.itemsize
     STATS.add(calls=1, items=len(windows), planned_frames=frames, bytes=int(nbytes))
     return out
@@ -479,8 +489,30 @@ def _locate_failure(exc: BaseException, windows: Sequence[CallItem], times: list
         return with_context(exc, _changed_text(scene, changed), source=scene.name,
                             selection=selection, row=scene.catalog_row,
                             kind=RumiFileChangedError)
+    # A scene reached through a catalog is not one the caller named: its error says what
+    # failed, not what librumi saw in the bytes (which may be any file's first bytes).
     return with_context(exc, context, source=scene.name, selection=selection,
-                        row=scene.catalog_row, kind=_checksum_kind(exc))
+                        row=scene.catalog_row,
+                        kind=_checksum_kind(exc) or _missing_kind(scene.source, exc),
+                        opaque=scene.catalog_row is not None)
+
+
+def _missing_kind(source: Any, exc: BaseException) -> type[RumiError] | None:
+    """Return :class:`RumiFileNotFoundError` when the source does not exist (else None).
+
+    librumi reports a missing file in a ``read_many`` as a plain I/O failure;
+    every door (chips, lazy and dask reads) raises the documented type for it.
+    """
+    if _not_found(exc):
+        return RumiFileNotFoundError
+    if isinstance(source, str) and locate(source).local and not os.path.exists(source):
+        return RumiFileNotFoundError
+    return None
+
+
+def _opaque(failure: RumiError) -> bool:
+    """Return whether a read error is about a catalog's scene (its cause is not shown)."""
+    return failure.row is not None
 
 
 def _checksum_kind(exc: BaseException) -> type[RumiError] | None:

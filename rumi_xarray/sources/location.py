@@ -158,15 +158,45 @@ def locate_text(text: str) -> Source:
     url = _vsi_url(text)
     if url is not None:
         return _url(url, given=text)
-    if "::" in text or written_as_url(text):
+    if written_as_url(text) or len(chain_parts(text)) > 1:
         return _url(text, given=text)
     return Source("local", os.path.abspath(os.path.expanduser(text)), None, text)
 
 
+def chain_parts(text: str) -> list[str]:
+    """Return the URLs of an fsspec chain (``simplecache::s3://b/k``): one for a plain URL.
+
+    ``::`` inside brackets is an IPv6 address (``http://[::1]/x``), not a link.
+
+    Parameters
+    ----------
+    text : str
+
+    Returns
+    -------
+    list of str
+    """
+    if "::" not in text:
+        return [text]
+    parts, depth, start = [], 0, 0
+    i = 0
+    while i < len(text):
+        char = text[i]
+        depth += char == "["
+        depth -= char == "]" and depth > 0
+        if depth == 0 and text.startswith("::", i):
+            parts.append(text[start:i])
+            start = i = i + 2
+            continue
+        i += 1
+    return [*parts, text[start:]]
+
+
 def _url(url: str, given: str) -> Source:
     # An fsspec chain ("simplecache::s3://...") is fsspec's, whatever its last protocol.
-    if "::" in url:
-        return Source("fsspec", url, url.split("::", 1)[0].split("://", 1)[0].lower(), given)
+    chain = chain_parts(url)
+    if len(chain) > 1:
+        return Source("fsspec", url, chain[0].split("://", 1)[0].lower(), given)
     scheme = url.split("://", 1)[0].lower()
     return Source("native" if scheme in NATIVE_SCHEMES else "fsspec", url, scheme, given)
 

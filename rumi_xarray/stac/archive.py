@@ -26,9 +26,10 @@ import numpy as np
 
 from rumi_xarray.errors import RumiCatalogError
 from rumi_xarray.model.cube import Scene
+from rumi_xarray.sources.hrefs import Hrefs
 from rumi_xarray.sources.location import locate
 from rumi_xarray.stac import plan as stac_plan
-from rumi_xarray.stac.parse import StacSource, parse_item
+from rumi_xarray.stac.parse import StacSource, catalog_hrefs, parse_item, with_hrefs
 
 #: ``groupby`` values a task-time lookup supports.
 GROUPBY = ("time", "solar_day")
@@ -60,6 +61,9 @@ class TableLoad(stac_plan.Load):
     bands: tuple[str, ...]
     group_lo: np.ndarray = field(repr=False)
     group_hi: np.ndarray = field(repr=False)
+    #: How the archive's hrefs resolve and where they may lead, fixed at open (so a
+    #: worker judges an Item as the client would, whatever its working directory).
+    hrefs: Hrefs = field(default_factory=Hrefs, repr=False)
 
     def items(self, it: int, iy: int, ix: int) -> list[dict[str, Any]]:
         """Return the Items one output chunk needs, read from the table now."""
@@ -76,8 +80,9 @@ class TableLoad(stac_plan.Load):
         when = (pd.Timestamp(int(self.group_lo[t0]), unit="s", tz="UTC"),
                 pd.Timestamp(int(self.group_hi[t0 + nt - 1]) + 1, unit="s", tz="UTC")
                 - pd.Timedelta(1, "ns"))
-        return read_geoparquet(self.url, bbox=(west, south, east, north), datetime=when,
-                               query=self.query, storage_options=self.storage_options)
+        found = read_geoparquet(self.url, bbox=(west, south, east, north), datetime=when,
+                                query=self.query, storage_options=self.storage_options)
+        return with_hrefs(found, self.hrefs)
 
     def local_plan(self, it: int, iy: int, ix: int) -> stac_plan.LoadPlan:
         """Return the open-time plan of exactly the Items of one output chunk."""
@@ -151,7 +156,21 @@ def open_columns(url: str, *, bbox: Sequence[float] | None, datetime: Any,
     first = dataset.scanner(filter=expression, batch_readahead=0,
                             fragment_readahead=0).head(1)
     item = _drop_nulls(next(iter(stac_table_to_items(first))))
-    return seconds.astype(np.int64), item
+    return seconds.astype(np.int64), with_hrefs([item], archive_hrefs(url))[0]
+
+
+def archive_hrefs(url: str) -> Hrefs:
+    """Return how the hrefs of a stac-geoparquet file or folder resolve, and where they may lead.
+
+    Parameters
+    ----------
+    url : str
+
+    Returns
+    -------
+    Hrefs
+    """
+    return catalog_hrefs(url, folder=locate(url).local and os.path.isdir(url))
 
 
 def _per_second(kind: Any) -> int:

@@ -324,7 +324,8 @@ def _open_archive(items: Any, o: LoadOptions) -> xr.Dataset:
                              query=None if o.query is None else dict(o.query),
                              bands=tuple(names), geobox=gbox, chunks=sizes, group_lo=lo,
                              group_hi=hi, dtype=np.dtype(dtype), fill=fill,
-                             resampling=o.resampling, token=token)
+                             resampling=o.resampling, token=token,
+                             hrefs=archive.archive_hrefs(url))
     ds = _variables(load_array(load), names, o.band_as_variable)
     if o.chunks is None:
         ds = ds.load()

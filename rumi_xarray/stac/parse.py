@@ -24,7 +24,6 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urljoin
 
 import numpy as np
 import pandas as pd
@@ -35,8 +34,8 @@ from rumi_xarray.conventions.georef import shift_half_pixel
 from rumi_xarray.conventions.sidecar import Sidecar
 from rumi_xarray.errors import RumiCatalogError, RumiCatalogKeyError, RumiSourceTypeError
 from rumi_xarray.model.grid import Grid
+from rumi_xarray.sources.hrefs import Hrefs
 from rumi_xarray.sources.location import locate
-from rumi_xarray.sources.schemes import written_as_url
 from rumi_xarray.stac import items as out
 
 __all__ = ["StacSource", "catalog_table", "item_dicts", "parse_items"]
@@ -131,7 +130,13 @@ class StacSource:
 
 
 def item_dicts(items: Any, search: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
-    """Return STAC Item dictionaries, hrefs made absolute, from any accepted input.
+    """Return STAC Item dictionaries, Rumi hrefs resolved and judged, from any accepted input.
+
+    Each Item's Rumi asset href is resolved against where its Items came from
+    (the JSON or stac-geoparquet file, an Item's own ``self`` link, or this
+    process's working directory for Items in memory without one) and judged
+    by :class:`~rumi_xarray.sources.hrefs.Hrefs`: a catalog read from a remote
+    location may not send a reader to local files or private addresses.
 
     Parameters
     ----------
@@ -142,6 +147,11 @@ def item_dicts(items: Any, search: Mapping[str, Any] | None = None) -> list[dict
     Returns
     -------
     list of dict
+
+    Raises
+    ------
+    RumiHrefError
+        A Rumi asset's href is refused (before anything is opened).
     """
     search = {k: v for k, v in dict(search or {}).items() if v is not None}
     if isinstance(items, (str, os.PathLike)):
@@ -149,9 +159,62 @@ def item_dicts(items: Any, search: Mapping[str, Any] | None = None) -> list[dict
     if _is_arrow_table(items):
         from rumi_xarray.stac.geoparquet import read_geoparquet
 
-        return read_geoparquet(items, **search)
+        return with_hrefs(read_geoparquet(items, **search), catalog_hrefs(None))
     found = _item_dicts(items)
     return [d for d in found if _matches(d, search)] if search else found
+
+
+def catalog_hrefs(location: str | None, folder: bool = False) -> Hrefs:
+    """Return the rules for the hrefs of Items read from ``location`` (None: in memory).
+
+    Parameters
+    ----------
+    location : str or None
+        The Items file or stac-geoparquet file or folder.
+    folder : bool, default False
+
+    Returns
+    -------
+    Hrefs
+    """
+    from rumi_xarray import options
+
+    return Hrefs.of_catalog(location, folder=folder, allowed=options.option("allowed_hrefs"))
+
+
+def with_hrefs(items: list[dict[str, Any]], hrefs: Hrefs) -> list[dict[str, Any]]:
+    """Resolve and judge the Rumi asset href of every Item by its catalog's rules.
+
+    Parameters
+    ----------
+    items : list of dict
+        STAC Items (changed in place: their Rumi asset gets the resolved href).
+    hrefs : Hrefs
+
+    Returns
+    -------
+    list of dict
+        ``items``.
+
+    Raises
+    ------
+    RumiHrefError
+        An href is refused; nothing has been opened.
+    """
+    for item in items:
+        assets = item.get("assets")
+        if not isinstance(assets, Mapping):
+            continue
+        try:
+            key, asset = rumi_asset(item)
+        except RumiCatalogKeyError:
+            continue  # parse_item names the Item without a Rumi asset
+        href = asset.get("href")
+        if href is None or href == "":
+            continue  # parse_item names the asset without an href
+        asset["href"] = hrefs.follow(href, f"STAC item {item.get('id')!r} (asset {key!r})")
+        item["assets"] = {**assets, key: asset}
+    return items
 
 
 def _matches(item: Mapping[str, Any], search: Mapping[str, Any]) -> bool:
@@ -199,12 +262,12 @@ def _item_dicts(items: Any) -> list[dict[str, Any]]:
         return _from_file(os.fspath(items), {})
     if isinstance(items, Mapping):
         if items.get("type") == "FeatureCollection":
-            return [_with_absolute_hrefs(dict(f)) for f in items.get("features", [])]
-        return [_with_absolute_hrefs(dict(items))]
+            return [_own_hrefs(dict(f)) for f in items.get("features", [])]
+        return [_own_hrefs(dict(items))]
     if _is_arrow_table(items):
         from rumi_xarray.stac.geoparquet import read_geoparquet
 
-        return read_geoparquet(items)
+        return with_hrefs(read_geoparquet(items), catalog_hrefs(None))
     if hasattr(items, "to_dict") and hasattr(items, "assets"):  # one pystac.Item
         return [_pystac_item(items)]
     if hasattr(items, "item_collection") and callable(items.item_collection):
@@ -214,7 +277,7 @@ def _item_dicts(items: Any) -> list[dict[str, Any]]:
         if hasattr(entry, "to_dict") and hasattr(entry, "assets"):
             out_.append(_pystac_item(entry))
         elif isinstance(entry, Mapping):
-            out_.append(_with_absolute_hrefs(dict(entry)))
+            out_.append(_own_hrefs(dict(entry)))
         else:
             raise RumiSourceTypeError(f"cannot read a STAC Item from {type(entry).__name__!r}: "
                                       "expected a pystac.Item or a dict")
@@ -226,29 +289,42 @@ def _is_arrow_table(obj: Any) -> bool:
 
 
 def _from_file(path: str, search: Mapping[str, Any]) -> list[dict[str, Any]]:
-    lowered = path.split("?", 1)[0].lower()
     where = locate(path)
+    # A URL's query (a signed URL's) is not part of its name; a local folder's "?" is.
+    lowered = (path.split("?", 1)[0] if where.url else path).lower()
     # A GDAL virtual path is opened as the URL it names.
     opened = where.target if where.url and where.target else path
-    if lowered.endswith(tuple(_suffixes())) or (where.local and os.path.isdir(path)):
+    folder = where.local and os.path.isdir(path)
+    if lowered.endswith(tuple(_suffixes())) or folder:
         from rumi_xarray.stac.geoparquet import read_geoparquet
 
-        return read_geoparquet(opened, **search)
+        return with_hrefs(read_geoparquet(opened, **search), catalog_hrefs(opened, folder))
     if lowered.endswith((".json", ".geojson")):
         import fsspec
 
         with fsspec.open(opened, "rt", encoding="utf-8") as f:
             content = json.load(f)
-        found = item_dicts(content, {k: v for k, v in search.items() if k != "bbox"})
-        base = opened if where.url else os.path.abspath(path)
-        for item in found:
-            for asset in (item.get("assets") or {}).values():
-                href = asset.get("href")
-                if isinstance(href, str) and not _absolute(href):
-                    asset["href"] = urljoin(base, href)
-        return found
+        # Hrefs resolve against the file itself (the Items' self links could say anything).
+        found = with_hrefs(_plain_dicts(content), catalog_hrefs(opened))
+        rest = {k: v for k, v in search.items() if k != "bbox"}
+        return [d for d in found if _matches(d, rest)] if rest else found
     raise RumiCatalogError(f"{path}: open_stac reads stac-geoparquet (.parquet) or GeoJSON (.json) "
                      f"files; pass Items for anything else")
+
+
+def _plain_dicts(content: Any) -> list[dict[str, Any]]:
+    """Return the Items of a GeoJSON document (an Item or a FeatureCollection)."""
+    if isinstance(content, Mapping) and content.get("type") == "FeatureCollection":
+        features = content.get("features") or []
+    else:
+        features = content if isinstance(content, list) else [content]
+    found = []
+    for feature in features:
+        if not isinstance(feature, Mapping):
+            raise RumiCatalogError(f"a STAC Items file holds {type(feature).__name__!r} "
+                                   f"where an Item (a JSON object) belongs")
+        found.append(dict(feature))
+    return found
 
 
 def _suffixes() -> tuple[str, ...]:
@@ -258,33 +334,17 @@ def _suffixes() -> tuple[str, ...]:
 
 
 def _pystac_item(item: Any) -> dict[str, Any]:
+    # Raw hrefs, resolved by our rules against the Item's own location (its self href).
     plain = item.to_dict(transform_hrefs=False)
-    for key, asset in item.assets.items():
-        href = asset.get_absolute_href()
-        if href:
-            plain["assets"][key]["href"] = href
-    return plain
+    return with_hrefs([plain], catalog_hrefs(item.get_self_href() or None))[0]
 
 
-def _with_absolute_hrefs(item: dict[str, Any]) -> dict[str, Any]:
+def _own_hrefs(item: dict[str, Any]) -> dict[str, Any]:
+    """Resolve an Item's Rumi href against its ``self`` link (this process's folder without)."""
     base = next((link.get("href") for link in item.get("links") or []
                  if isinstance(link, Mapping) and link.get("rel") == "self"), None)
-    if not base:
-        return item
-    assets = {}
-    for key, asset in (item.get("assets") or {}).items():
-        asset = dict(asset)
-        href = asset.get("href")
-        if isinstance(href, str) and not _absolute(href):
-            asset["href"] = urljoin(base, href)
-        assets[key] = asset
-    item["assets"] = assets
-    return item
-
-
-def _absolute(href: str) -> bool:
-    # Syntax only: an href is not opened here (a GDAL virtual path is absolute too).
-    return written_as_url(href) or os.path.isabs(href)
+    return with_hrefs([item], catalog_hrefs(base if isinstance(base, str) and base else None)
+                      )[0]
 
 
 # --- Item dictionaries -> sources -----------------------------------------------------
@@ -425,7 +485,8 @@ def _fetch(href: str, storage_options: dict[str, Any] | None) -> Any:
     from rumi_xarray.native import reads
     from rumi_xarray.sources import resolve
 
-    return reads.info(resolve.resolve(href, storage_options=storage_options))
+    # The file is the catalog's, not one the caller named: errors quote nothing of it.
+    return reads.info(resolve.resolve(href, storage_options=storage_options), opaque=True)
 
 
 def _grid(header: bytes, where: str) -> Grid:

@@ -413,6 +413,7 @@ def test_unaligned_samples_are_compressed_as_aligned_ones():
     compress = Compressor()
     assert compress(raw) == compress(samples)
 
+
 def test_a_relative_table_reads_the_same_files_in_workers_of_another_cwd(
         client, corpus, tmp_path):
     # Paths relative to the table's folder; the workers run in an unrelated folder: every

@@ -46,6 +46,7 @@ import pandas as pd
 
 from rumi_xarray.catalogs import identity
 from rumi_xarray.catalogs.identity import FileIdentity
+from rumi_xarray.catalogs.table import SECONDS_RANGE, check_row
 from rumi_xarray.conventions import sidecar as sidecars
 from rumi_xarray.conventions.sidecar import Sidecar
 from rumi_xarray.errors import RumiCatalogError, RumiCatalogKeyError, RumiFileChangedError
@@ -63,7 +64,7 @@ SUFFIXES = (".parquet", ".pq", ".parq")
 UNIFORM = ("crs", "height", "width", "band_count", "time_count", "dtype", "tile_height",
            "tile_width", "frame_layout")
 #: Columns a task reads to use and check a scene.
-ROW_COLUMNS = ("path", "header", "bands", "transform", "crs", "pixel_is_point",
+ROW_COLUMNS = ("path", "header", "time_seconds", "bands", "transform", "crs", "pixel_is_point",
                *sidecars.COLUMNS)
 
 
@@ -476,6 +477,17 @@ def _open_index(url: str, *, storage_options: Mapping[str, Any] | None, time: An
                                f"{int(counts.max())}")
     steps = int(counts[0])
     seconds = values.reshape(-1, steps)
+    flat = tcol.combine_chunks()
+    if flat.null_count or flat.values.null_count:
+        raise RumiCatalogError(f"{source_name(url)}: a catalog row has a null time "
+                               f"(time_seconds)")
+    outside = (seconds < SECONDS_RANGE[0]) | (seconds > SECONDS_RANGE[1])
+    if outside.any():
+        bad = int(np.flatnonzero(outside.any(axis=1))[0])
+        raise RumiCatalogError(f"{source_name(url)}: catalog row {bad} (of the rows read, "
+                               f"in table order) has a time outside the times "
+                               f"datetime64[ns] holds (years 1677 to 2262): "
+                               f"{seconds[bad].tolist()}")
     bounds = None
     if has_bounds:
         bcol = pa.chunked_array([c for part in bounds_parts if part is not None
@@ -528,6 +540,7 @@ def _open_index(url: str, *, storage_options: Mapping[str, Any] | None, time: An
     except (ValueError, TypeError) as exc:
         raise RumiCatalogError(f"catalog row {label} ({source_name(reference['path'])}): "
                                f"bad header: {exc}") from exc
+    check_row(reference, grid, f"catalog row {label} ({source_name(reference['path'])})")
     ref = Reference(bands=tuple(reference["bands"] or ()),
                     transform=None if reference.get("transform") is None
                     else tuple(float(v) for v in reference["transform"]),
@@ -683,6 +696,8 @@ def _check_row(index: TableIndex, columns: dict[str, list[Any]], row: int, label
     except (ValueError, TypeError) as exc:
         raise RumiCatalogError(f"catalog row {label} ({source_name(path)}): bad header: "
                                f"{exc}") from exc
+    check_row({k: v[row] for k, v in columns.items()}, g,
+              f"catalog row {label} ({source_name(path)})")
     g0 = ref.grid
     if (g.height, g.width) != (g0.height, g0.width):
         problems.append(f"size {g.height}x{g.width} != {g0.height}x{g0.width}")
@@ -696,6 +711,7 @@ def _check_row(index: TableIndex, columns: dict[str, list[Any]], row: int, label
         problems.append(f"bands {columns['bands'][row]} != {list(ref.bands)}")
     transform = columns.get("transform", [None] * (row + 1))[row]
     if (None if transform is None else tuple(float(v) for v in transform)) != ref.transform:
+        # check_row has refused null and non-finite coefficients
         problems.append("transform differs")
     crs = columns.get("crs", [None] * (row + 1))[row]
     if crs != ref.crs:
@@ -763,7 +779,10 @@ class TableScenes(Sequence[Scene]):
         cols = rows.columns
         grp = self.table.groups[group]
         label = f"{grp.start + row} of {self.table.file_name(grp.file)}"
-        path, header = cols["path"][row], bytes(cols["header"][row])
+        path, header = cols["path"][row], cols["header"][row]
+        if not isinstance(header, bytes):
+            raise RumiCatalogError(f"catalog row {label} ({source_name(path)}): bad header: "
+                                   f"{header!r} is not the bytes of a Rumi header")
         _check_row(self.table, cols, row, label, path, header)
         scene = Scene(resolve.resolve(path, storage_options=self.table.storage_options or None),
                       header, label)

@@ -312,20 +312,23 @@ def _fetch(target: str, storage_options: Mapping[str, Any] | None,
     try:
         return pending.future.result() if pending is not None else _get(target,
                                                                        storage_options)
-    except FileNotFoundError:
-        return None  # no sidecar: the file has no facts to record
+    except FileNotFoundError as exc:
+        if not retry.transient(exc):
+            return None  # no sidecar: the file has no facts to record
+        failure: Exception = exc
     except RumiError:
         raise
     except Exception as exc:  # fsspec backends raise their own types
-        # Retried as Karu retries the file's own reads (in _get); what still fails is an
-        # error: opening without the sidecar's nodata, scale and offset would decode
-        # raw numbers as values. An object store answering 403 for a missing object
-        # lands here too: sidecar=False says the file has none.
-        tried = f" after {retry.attempts()} attempts" if retry.transient(exc) else ""
-        raise with_context(exc, f"cannot read the sidecar {redact(target)}{tried}; without "
-                           f"it nodata, scale and offset would be unknown (pass "
-                           f"sidecar=False to open the file without its sidecar)",
-                           source=redact(target), kind=RumiIOError) from exc
+        failure = exc
+    # Retried as Karu retries the file's own reads (in _get); what still fails is an
+    # error: opening without the sidecar's nodata, scale and offset would decode raw
+    # numbers as values. An object store answering 403 for a missing object lands here
+    # too: sidecar=False says the file has none.
+    tried = f" after {retry.attempts()} attempts" if retry.transient(failure) else ""
+    raise with_context(failure, f"cannot read the sidecar {redact(target)}{tried}; without "
+                       f"it nodata, scale and offset would be unknown (pass sidecar=False "
+                       f"to open the file without its sidecar)", source=redact(target),
+                       kind=RumiIOError) from failure
 
 
 def _get(target: str, storage_options: Mapping[str, Any] | None) -> str | None:

@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from rumi_xarray.errors import RumiError, with_context
+from rumi_xarray.errors import RumiError, RumiIOError, with_context
 
 T = TypeVar("T")
 
@@ -121,11 +121,14 @@ def transient(exc: BaseException) -> bool:
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
         seen.add(id(current))
-        if isinstance(current, (FileNotFoundError, PermissionError, IsADirectoryError,
-                                NotADirectoryError)):
-            return False
         if isinstance(current, RumiError) and current is exc:
             return False  # our own verdict (a changed table, a bad footer): final
+        if isinstance(current, (FileNotFoundError, PermissionError, IsADirectoryError,
+                                NotADirectoryError)):
+            # fsspec's HTTP filesystem reports any failed HEAD (a 503 too) as a missing
+            # file, raised from what the server answered: that answer decides.
+            cause = current.__cause__ or current.__context__
+            return cause is not None and transient(cause)
         status = _status(current)
         if status is not None:
             return status in RETRY_STATUSES
@@ -244,6 +247,9 @@ def retrying(read: Callable[[], T], context: str, *, source: str | None = None,
     except RumiError:
         raise
     except Exception as exc:
-        tried = f" (after {attempts()} attempts)" if transient(exc) else ""
+        again = transient(exc)
+        tried = f" (after {attempts()} attempts)" if again else ""
+        if again and isinstance(exc, FileNotFoundError):
+            kind = kind or RumiIOError  # a 503 fsspec called missing: not a missing file
         raise with_context(exc, context + tried, source=source, kind=kind) from exc
 

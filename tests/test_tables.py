@@ -238,7 +238,7 @@ def test_corrupt_footers_raise_typed_errors_and_never_kill_the_process(files, tm
         length = int.from_bytes(good[-8:-4], "little")
         rng = random.Random(13)
         outcomes = {{"exact": 0, "typed": 0}}
-        for trial in range(60):
+        for trial in range(30):
             data = bytearray(good)
             at = rng.randrange(len(good) - 8 - length, len(good))
             data[at] ^= 1 << rng.randrange(8)
@@ -370,7 +370,7 @@ def test_faults_on_every_remote_read_end_exact_or_typed(files, monkeypatch):
                 assert "127.0.0.1" in str(exc) or ".rumi" in str(exc) or ".parquet" in str(exc)
                 outcomes.append("typed")
             else:
-                np.testing.assert_array_equal(one, want[trial % FILES])
+                np.testing.assert_array_equal(one[0], want[trial % FILES])
                 np.testing.assert_array_equal(got, want)
                 outcomes.append("exact")
             finally:

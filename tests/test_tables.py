@@ -385,7 +385,6 @@ def _clear_rows() -> None:
     index.clear_row_cache()
 
 
-@pytest.mark.dask
 def test_a_table_rewritten_between_open_and_compute_is_refused_on_workers(files, tmp_path):
     distributed = pytest.importorskip("distributed")
     _, _, _, base = files

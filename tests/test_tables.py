@@ -348,10 +348,12 @@ def test_bad_stac_items_raise_typed_errors_naming_the_item(files, case):
 
 
 def test_faults_on_every_remote_read_end_exact_or_typed(files, monkeypatch):
-    """Data, sidecars and the table itself over one server failing 25 % of requests."""
+    """Data, sidecars and the table itself over one server failing 25 % of requests
+    (503s, bodies cut short, connections reset)."""
     monkeypatch.setenv("KARU_MAX_ATTEMPTS", "4")
     folder, paths, data, _ = files
     outcomes = []
+    kinds_seen: set[str] = set()
     with RangeHTTPServer(folder) as server:
         urls = [server.url(p.name) for p in paths]
         table = rx.catalog(urls)  # read before the faults: sidecar facts in every row
@@ -361,7 +363,7 @@ def test_faults_on_every_remote_read_end_exact_or_typed(files, monkeypatch):
         for trial in range(6):
             tables.clear_row_cache()
             rx.clear_cache()
-            faults = server.inject_faults(rate=0.25, seed=trial)
+            faults = server.inject_faults(rate=0.25, seed=trial, kinds=("503", "cut", "reset"))
             try:
                 one = rx.open_dataset(urls[trial % FILES]).band_data.values
                 cube = rx.open_catalog(server.url("remote.parquet"), chunks={}).band_data
@@ -376,6 +378,8 @@ def test_faults_on_every_remote_read_end_exact_or_typed(files, monkeypatch):
             finally:
                 server.heal()
             assert sum(faults.injected.values()) > 0
+            kinds_seen.update(k for k, n in faults.injected.items() if n)
+    assert kinds_seen == {"503", "cut", "reset"}
     assert outcomes.count("exact") >= 3, outcomes
 
 

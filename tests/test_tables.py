@@ -360,7 +360,7 @@ def test_faults_on_every_remote_read_end_exact_or_typed(files, monkeypatch):
         assert table["scale_factor"].tolist() == [0.5] * FILES
         write_table(table, folder / "remote.parquet")
         want = decoded(data[:, 0])
-        for trial in range(6):
+        for trial in range(5):
             tables.clear_row_cache()
             rx.clear_cache()
             faults = server.inject_faults(rate=0.25, seed=trial, kinds=("503", "cut", "reset"))

@@ -121,8 +121,9 @@ def read_footer(fs: Any, path: str, name: str, *, local: bool) -> Footer:
         tail = bytes(fs.cat_file(path, start=max(0, size - TAIL), end=size))
         head = MAGIC  # a remote head costs a request; the checks below find bad footers
     if size < 12 or head != MAGIC or tail[-4:] != MAGIC:
-        raise RumiCatalogError(f"{name}: not a Parquet file (no PAR1 magic at both ends, "
-                               f"{size} bytes): truncated or not written by a Parquet writer")
+        raise RumiCatalogError(f"{name}: not a readable Parquet table (no PAR1 magic at both "
+                               f"ends of its {size} bytes): truncated, or not written by a "
+                               f"Parquet writer")
     length = int.from_bytes(tail[-8:-4], "little")
     if length <= 0 or length + 12 > size:
         raise RumiCatalogError(f"{name}: corrupt Parquet footer (it claims {length} bytes "

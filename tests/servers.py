@@ -19,6 +19,7 @@ import random
 import re
 import shutil
 import socket
+import struct
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
@@ -98,7 +99,9 @@ class Faults:
     probability ``rate`` it fails, as a ``503 Service Unavailable`` or as a
     response whose body is cut after half of its announced ``Content-Length``
     (the connection is then closed, as when a proxy or a server dies mid-body),
-    chosen with equal odds among ``kinds``. Requests are recorded as usual: a
+    chosen with equal odds among ``kinds``; a ``"reset"`` (opt-in) aborts the
+    connection before any answer (a TCP RST, as a dying load balancer sends). Requests are
+    recorded as usual: a reset with status 0,
     503 with its status, a cut body with the bytes actually sent.
 
     Parameters
@@ -106,21 +109,23 @@ class Faults:
     rate : float, default 0.3
         Probability that a request fails.
     seed : int, default 0
-    kinds : tuple of {"503", "cut"}, default both
+    kinds : tuple of {"503", "cut", "reset"}, default ("503", "cut")
     """
 
     KINDS = ("503", "cut")
+    #: Every kind a server can inject ("reset" only when asked for).
+    ALL_KINDS = ("503", "cut", "reset")
 
     def __init__(self, rate: float = 0.3, seed: int = 0,
                  kinds: tuple[str, ...] = KINDS) -> None:
-        unknown = set(kinds) - set(self.KINDS)
+        unknown = set(kinds) - set(self.ALL_KINDS)
         if unknown or not kinds:
-            raise ValueError(f"fault kinds must be among {self.KINDS}, got {kinds!r}")
+            raise ValueError(f"fault kinds must be among {self.ALL_KINDS}, got {kinds!r}")
         self.rate = float(rate)
         self.kinds = tuple(kinds)
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
-        self.injected = dict.fromkeys(self.KINDS, 0)
+        self.injected = dict.fromkeys(self.ALL_KINDS, 0)
 
     def draw(self) -> str | None:
         """Return the fault to inject into the next answer, or ``None``."""
@@ -301,6 +306,14 @@ class _RangeHandler(BaseHTTPRequestHandler):
         fault = owner.faults.draw() if owner.faults is not None else None
         if fault == "503":
             self._fail(HTTPStatus.SERVICE_UNAVAILABLE)
+            return
+        if fault == "reset":
+            self._record(0, 0)
+            # SO_LINGER 0: close() sends a RST instead of a FIN, as a crashed peer does.
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                       struct.pack("ii", 1, 0))
+            self.close_connection = True
+            self.connection.close()
             return
         with target.open("rb") as fh:
             stat = os.fstat(fh.fileno())
@@ -607,7 +620,7 @@ class RangeHTTPServer(_LoopbackServer):
         ----------
         rate : float, default 0.3
         seed : int, default 0
-        kinds : tuple of {"503", "cut"}
+        kinds : tuple of {"503", "cut", "reset"}
 
         Returns
         -------

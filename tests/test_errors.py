@@ -73,8 +73,8 @@ def test_open_catalog_of_a_json_file(tmp_path: Path) -> None:
         rx.open_catalog(table)
     err = info.value
     assert isinstance(err, ValueError)  # pyarrow's ArrowInvalid was one
-    assert str(err).startswith(f"{table}: not a readable Parquet catalog table")
-    assert "ArrowInvalid" in str(err)
+    # refused on its footer, before pyarrow reads it
+    assert str(err).startswith(f"{table}: not a readable Parquet table (no PAR1 magic")
 
 
 @pytest.mark.parametrize(("options", "wrong"), [

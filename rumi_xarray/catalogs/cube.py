@@ -25,7 +25,7 @@ from rumi_xarray.backend import (
     dataset,
 )
 from rumi_xarray.catalogs.index import GRIDS_HINT, epsg_label
-from rumi_xarray.catalogs.table import COLUMNS, catalog, cell, cell_list
+from rumi_xarray.catalogs.table import COLUMNS, catalog, cell, cell_list, check_row, check_times
 from rumi_xarray.conventions import cf, decoding, georef
 from rumi_xarray.conventions.sidecar import Sidecar
 from rumi_xarray.errors import (
@@ -243,15 +243,17 @@ def open_catalog(table: pd.DataFrame | str | os.PathLike[str], *, chunks: Any = 
         raise RumiCatalogKeyError(f"the catalog lacks column(s) {missing}; build it with "
                                   f"rumi_xarray.catalog(...)")
     rows = rows.assign(_row=np.arange(len(rows)))
+    for i, value in enumerate(rows["time_seconds"]):  # ordering needs every row's time
+        check_times(value, f"catalog row {i} ({source_name(rows['path'].iloc[i])})")
     rows = _order(rows, duplicates)
     grids = []
     for i in range(len(rows)):
+        label = f"catalog row {int(rows['_row'].iloc[i])} ({source_name(rows['path'].iloc[i])})"
         try:
             grids.append(Grid.from_metadata(reads.header_info(bytes(rows["header"].iloc[i]))))
         except (ValueError, TypeError) as exc:
-            raise RumiCatalogError(
-                f"catalog row {int(rows['_row'].iloc[i])} "
-                f"({source_name(rows['path'].iloc[i])}): bad header: {exc}") from exc
+            raise RumiCatalogError(f"{label}: bad header: {exc}") from exc
+        check_row(rows.iloc[i], grids[-1], label)
     _check(rows, grids)
     # Rows in memory are the caller's: relative paths resolve against this process's
     # working directory, here, once (workers receive absolute paths).

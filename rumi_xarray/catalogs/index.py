@@ -23,8 +23,13 @@ the environment), checks each scene it uses against the reference row
 bounded per-process cache (:data:`CACHE_GROUPS`) for the next task.
 
 Appending is writing another Parquet file into the folder: the next open
-lists it; nothing is rewritten. A file rewritten after an open is noticed
-(its row-group sizes changed) and refused by name.
+lists it; nothing is rewritten. Every file is identified by its content (size
+and footer digest, :mod:`rumi_xarray.catalogs.identity`) at open and again at
+every task read: a file rewritten after an open is refused by name, and the
+row cache is keyed by that identity, so a fresh open of a rewritten table
+never gets the old rows. Remote reads (footers, row groups) are retried as
+Karu retries the scenes' own reads; what still fails is a typed error naming
+the table and row group.
 """
 
 from __future__ import annotations
@@ -40,12 +45,16 @@ import numpy as np
 import pandas as pd
 
 from rumi_xarray import options
+from rumi_xarray.catalogs import identity
+from rumi_xarray.catalogs.identity import FileIdentity
+from rumi_xarray.catalogs.table import SECONDS_RANGE, check_row
 from rumi_xarray.conventions import sidecar as sidecars
 from rumi_xarray.conventions.sidecar import Sidecar
 from rumi_xarray.errors import RumiCatalogError, RumiCatalogKeyError, RumiFileChangedError
 from rumi_xarray.formatting import human_size
 from rumi_xarray.model.cube import Scene, source_name
 from rumi_xarray.model.grid import Grid
+from rumi_xarray.sources import retry
 from rumi_xarray.sources.hrefs import Hrefs
 
 #: Row groups a process keeps decoded (paths, headers, grid facts) for later tasks.
@@ -57,7 +66,7 @@ SUFFIXES = (".parquet", ".pq", ".parq")
 UNIFORM = ("crs", "height", "width", "band_count", "time_count", "dtype", "tile_height",
            "tile_width", "frame_layout")
 #: Columns a task reads to use and check a scene.
-ROW_COLUMNS = ("path", "header", "bands", "transform", "crs", "pixel_is_point",
+ROW_COLUMNS = ("path", "header", "time_seconds", "bands", "transform", "crs", "pixel_is_point",
                *sidecars.COLUMNS)
 
 
@@ -133,6 +142,9 @@ class TableIndex:
     storage_options : dict
     local : bool
         The files are local paths (pyarrow reads them directly).
+    identities : tuple of FileIdentity
+        What each file was at open (size, footer digest): every task read
+        compares, and the row cache is keyed by them.
     hrefs : Hrefs, optional
         How the table's paths resolve (relative ones against the table's own
         location) and where they may lead, fixed at open so that every worker
@@ -143,7 +155,7 @@ class TableIndex:
     def __init__(self, url: str, files: tuple[str, ...], groups: tuple[Group, ...],
                  runs: np.ndarray, scenes: int, reference: Reference,
                  storage_options: Mapping[str, Any] | None, local: bool,
-                 hrefs: Hrefs | None = None) -> None:
+                 identities: tuple[FileIdentity, ...], hrefs: Hrefs | None = None) -> None:
         self.url = url
         self.hrefs = hrefs if hrefs is not None else Hrefs.of_catalog(url)
         self.files = files
@@ -153,8 +165,9 @@ class TableIndex:
         self.reference = reference
         self.storage_options = dict(storage_options or {})
         self.local = local
-        self.token = (url, files, tuple((g.file, g.group, g.rows) for g in groups),
-                      self.runs.tobytes())
+        self.identities = identities
+        self.token = (url, files, identities,
+                      tuple((g.file, g.group, g.rows) for g in groups), self.runs.tobytes())
 
     def locate(self, scene: int) -> tuple[int, int]:
         """Return ``(group index, row within the group)`` of cube scene ``scene``."""
@@ -190,25 +203,15 @@ def _filesystem(url: str, storage_options: Mapping[str, Any] | None) -> tuple[An
 
 
 def _open_file(index: TableIndex, file: int) -> Any:
-    """Return a ``pyarrow.parquet.ParquetFile`` of one of the table's files."""
-    import pyarrow.parquet as pq  # type: ignore[import-untyped]
+    """Return a ``pyarrow.parquet.ParquetFile`` of one of the table's files, as opened.
 
-    if index.local:
-        return pq.ParquetFile(index.files[file])
-    fs, _ = _filesystem(index.url, index.storage_options)
-    return parquet_file(fs, index.files[file])
-
-
-def parquet_file(fs: Any, path: str) -> Any:
-    """Open a remote Parquet file so that each read fetches only the ranges pyarrow asks for.
-
-    fsspec's default read-ahead cache would fetch megabytes past every read (a
-    whole small table for its footer); pyarrow already reads whole column chunks
-    and coalesces the ones of a row group (``pre_buffer``).
+    Raises :class:`~rumi_xarray.errors.RumiFileChangedError` when the file is not
+    the one the open read.
     """
-    import pyarrow.parquet as pq
-
-    return pq.ParquetFile(fs.open(path, "rb", cache_type="none"), pre_buffer=True)
+    fs = None if index.local else _filesystem(index.url, index.storage_options)[0]
+    pf, _ = identity.open_file(fs, index.files[file], index.file_name(file), local=index.local,
+                               expected=index.identities[file])
+    return pf
 
 
 # --- open -------------------------------------------------------------------------
@@ -275,12 +278,16 @@ def read_all_rows(url: str, storage_options: Mapping[str, Any] | None) -> pd.Dat
     Opening a cube never calls this (tasks read their own rows); splitting a
     catalog by grid does, since which grid a row belongs to is in the row.
     """
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    import pyarrow as pa  # type: ignore[import-untyped]
 
-    fs, files, local = list_files(url, storage_options)
-    parts = [pq.read_table(f) if local else parquet_file(fs, f).read() for f in files]
-    return pa.concat_tables(parts, promote_options="default").to_pandas()
+    def read() -> pd.DataFrame:
+        fs, files, local = list_files(url, storage_options)
+        parts = [identity.open_file(fs, f, file_label(url, files, k), local=local)[0].read()
+                 for k, f in enumerate(files)]
+        return pa.concat_tables(parts, promote_options="default").to_pandas()
+
+    return retry.retrying(read, f"reading the catalog table {source_name(url)}",
+                          source=source_name(url))
 
 
 def _column_index(md: Any, name: str) -> int | None:
@@ -417,15 +424,34 @@ def open_index(url: str, *, storage_options: Mapping[str, Any] | None, time: Any
         The index and the open-time facts: ``seconds`` (``(n, T)`` int64 in
         cube order), ``bounds`` (``(n, T, 2)`` or None), ``reference`` (a
         row as a dict), ``coords`` (name -> values in cube order), ``cost``.
-    """
-    import pyarrow.parquet as pq
 
+    Raises
+    ------
+    RumiCatalogError
+        A table that cannot be a cube (corrupt footer, missing columns, rows
+        of several grids...).
+    RumiIOError
+        A remote read still failing after Karu's retries.
+    """
+    # One open is one read of the table: a transient failure anywhere in it makes the
+    # whole open again (nothing of a half-read table is kept).
+    return retry.retrying(lambda: _open_index(url, storage_options=storage_options, time=time,
+                                              duplicates=duplicates, coords=coords),
+                          f"opening the catalog table {source_name(url)}",
+                          source=source_name(url))
+
+
+def _open_index(url: str, *, storage_options: Mapping[str, Any] | None, time: Any,
+                duplicates: str, coords: Any) -> tuple[TableIndex, dict[str, Any]]:
     fs, files, local = list_files(url, storage_options)
     lo, hi = time_bounds(time)
     cost = OpenCost(files=len(files))
     metas = []
-    for path in files:
-        metas.append(pq.ParquetFile(path) if local else parquet_file(fs, path))
+    identities = []
+    for k, path in enumerate(files):
+        pf, known = identity.open_file(fs, path, file_label(url, files, k), local=local)
+        metas.append(pf)
+        identities.append(known)
     import pyarrow as pa
 
     # Files appended later may add or lack extra columns: one schema for all of them.
@@ -484,6 +510,17 @@ def open_index(url: str, *, storage_options: Mapping[str, Any] | None, time: Any
                                f"{int(counts.max())}")
     steps = int(counts[0])
     seconds = values.reshape(-1, steps)
+    flat = tcol.combine_chunks()
+    if flat.null_count or flat.values.null_count:
+        raise RumiCatalogError(f"{source_name(url)}: a catalog row has a null time "
+                               f"(time_seconds)")
+    outside = (seconds < SECONDS_RANGE[0]) | (seconds > SECONDS_RANGE[1])
+    if outside.any():
+        bad = int(np.flatnonzero(outside.any(axis=1))[0])
+        raise RumiCatalogError(f"{source_name(url)}: catalog row {bad} (of the rows read, "
+                               f"in table order) has a time outside the times "
+                               f"datetime64[ns] holds (years 1677 to 2262): "
+                               f"{seconds[bad].tolist()}")
     bounds = None
     if has_bounds:
         bcol = pa.chunked_array([c for part in bounds_parts if part is not None
@@ -536,6 +573,7 @@ def open_index(url: str, *, storage_options: Mapping[str, Any] | None, time: Any
     except (ValueError, TypeError) as exc:
         raise RumiCatalogError(f"catalog row {label} ({source_name(reference['path'])}): "
                                f"bad header: {exc}") from exc
+    check_row(reference, grid, f"catalog row {label} ({source_name(reference['path'])})")
     ref = Reference(bands=tuple(reference["bands"] or ()),
                     transform=None if reference.get("transform") is None
                     else tuple(float(v) for v in reference["transform"]),
@@ -543,7 +581,7 @@ def open_index(url: str, *, storage_options: Mapping[str, Any] | None, time: Any
                     sidecar=Sidecar.from_columns(reference, grid.dtype), grid=grid)
     hrefs = table_hrefs(url, storage_options, files)
     index = TableIndex(url, files, tuple(chosen), runs, len(order), ref, storage_options,
-                       local, hrefs)
+                       local, tuple(identities), hrefs)
     facts = {"seconds": seconds[order], "bounds": None if bounds is None else bounds[order],
              "reference": reference, "reference_label": label, "coords": extra,
              "cost": cost}
@@ -655,16 +693,22 @@ def _rows(index: TableIndex, group: int) -> _Rows:
             _cache.move_to_end(key)
             return hit
     grp = index.groups[group]
-    pf = _open_file(index, grp.file)
-    md = pf.metadata
     where = f"{index.file_name(grp.file)} row group {grp.group}"
-    if grp.group >= md.num_row_groups or md.row_group(grp.group).num_rows != grp.rows:
-        raise RumiFileChangedError(
-            f"{where}: the catalog file changed since the cube was opened (its row groups "
-            f"differ); open the catalog again")
-    names = [c for c in (*ROW_COLUMNS, *UNIFORM) if c in pf.schema_arrow.names]
-    table = pf.read_row_group(grp.group, columns=names)
-    rows = _Rows(table.to_pydict())
+
+    def read() -> dict[str, list[Any]]:
+        # The identity check and the read are one attempt: a retry checks again.
+        pf = _open_file(index, grp.file)
+        md = pf.metadata
+        if grp.group >= md.num_row_groups or md.row_group(grp.group).num_rows != grp.rows:
+            raise RumiFileChangedError(
+                f"{where}: the catalog file changed since the cube was opened (its row "
+                f"groups differ); open the catalog again")
+        names = [c for c in (*ROW_COLUMNS, *UNIFORM) if c in pf.schema_arrow.names]
+        columns: dict[str, list[Any]] = pf.read_row_group(grp.group, columns=names).to_pydict()
+        return columns
+
+    rows = _Rows(retry.retrying(read, f"{where}: reading the rows of a task's scenes",
+                                source=index.name()))
     with _cache_lock:
         GROUP_READS["groups"] += 1
         GROUP_READS["rows"] += grp.rows
@@ -686,6 +730,8 @@ def _check_row(index: TableIndex, columns: dict[str, list[Any]], row: int, label
     except (ValueError, TypeError) as exc:
         raise RumiCatalogError(f"catalog row {label} ({source_name(path)}): bad header: "
                                f"{exc}") from exc
+    check_row({k: v[row] for k, v in columns.items()}, g,
+              f"catalog row {label} ({source_name(path)})")
     g0 = ref.grid
     if (g.height, g.width) != (g0.height, g0.width):
         problems.append(f"size {g.height}x{g.width} != {g0.height}x{g0.width}")
@@ -699,6 +745,7 @@ def _check_row(index: TableIndex, columns: dict[str, list[Any]], row: int, label
         problems.append(f"bands {columns['bands'][row]} != {list(ref.bands)}")
     transform = columns.get("transform", [None] * (row + 1))[row]
     if (None if transform is None else tuple(float(v) for v in transform)) != ref.transform:
+        # check_row has refused null and non-finite coefficients
         problems.append("transform differs")
     crs = columns.get("crs", [None] * (row + 1))[row]
     if crs != ref.crs:
@@ -766,7 +813,10 @@ class TableScenes(Sequence[Scene]):
         cols = rows.columns
         grp = self.table.groups[group]
         label = f"{grp.start + row} of {self.table.file_name(grp.file)}"
-        path, header = cols["path"][row], bytes(cols["header"][row])
+        path, header = cols["path"][row], cols["header"][row]
+        if not isinstance(header, bytes):
+            raise RumiCatalogError(f"catalog row {label} ({source_name(path)}): bad header: "
+                                   f"{header!r} is not the bytes of a Rumi header")
         # Judged before anything is opened, by the rules fixed when the table was opened.
         target = self.table.hrefs.follow(path, f"catalog row {label}")
         _check_row(self.table, cols, row, label, path, header)

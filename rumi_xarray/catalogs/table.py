@@ -254,3 +254,105 @@ def catalog(sources_: str | os.PathLike[str] | Sequence[Any], *,
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 
+
+
+#: POSIX seconds ``datetime64[ns]`` can hold (1677-09-21 to 2262-04-11): times a cube labels.
+SECONDS_RANGE = (-9_223_372_036, 9_223_372_036)
+
+
+def check_times(value: Any, label: str) -> list[int]:
+    """Return a row's ``time_seconds`` cell as ints; raise naming the row when it cannot be.
+
+    Parameters
+    ----------
+    value : object
+        The cell.
+    label : str
+        The row, as messages name it (``"catalog row 3 (s3.rumi)"``).
+
+    Returns
+    -------
+    list of int
+
+    Raises
+    ------
+    RumiCatalogError
+        A null cell or step, a step that is not a whole number, or one outside
+        the times ``datetime64[ns]`` holds.
+
+    Examples
+    --------
+    >>> check_times([1_700_000_000], "catalog row 0")
+    [1700000000]
+    """
+    steps = cell_list(value)
+    if not steps:
+        raise RumiCatalogError(f"{label}: no time (time_seconds is null or empty)")
+    out = []
+    for step in steps:
+        number = cell(step)
+        if (number is None or isinstance(number, bool)
+                or not isinstance(number, (int, float)) or number != number
+                or int(number) != number):
+            raise RumiCatalogError(f"{label}: time_seconds holds {step!r}, not a whole "
+                                   f"number of seconds")
+        if not SECONDS_RANGE[0] <= int(number) <= SECONDS_RANGE[1]:
+            raise RumiCatalogError(f"{label}: time_seconds {int(number)} lies outside the "
+                                   f"times datetime64[ns] holds (years 1677 to 2262)")
+        out.append(int(number))
+    return out
+
+
+def check_row(row: Any, grid: Grid, label: str) -> None:
+    r"""Raise naming the row when a catalog row's cells cannot describe its file.
+
+    The same checks whatever holds the row (rows in memory, a table on disk at
+    open and in tasks): a path without NUL bytes, one time step per step of the
+    header, a transform of six finite numbers with a non-zero pixel size, an
+    EPSG code PROJ knows.
+
+    Parameters
+    ----------
+    row : mapping
+        The row's cells by column name.
+    grid : Grid
+        The grid of the row's header.
+    label : str
+        The row, as messages name it.
+
+    Raises
+    ------
+    RumiCatalogError
+
+    Examples
+    --------
+    >>> try:
+    ...     check_row({"path": "a\x00.rumi"}, None, "catalog row 0")
+    ... except RumiCatalogError as exc:
+    ...     print(exc)
+    catalog row 0: path 'a\x00.rumi' is not a path or URL (it holds a NUL byte)
+    """
+    path = row.get("path")
+    if not isinstance(path, (str, bytes)) or (isinstance(path, str) and "\x00" in path):
+        raise RumiCatalogError(f"{label}: path {path!r} is not a path or URL"
+                               + (" (it holds a NUL byte)" if isinstance(path, str) else ""))
+    steps = check_times(row.get("time_seconds"), label)
+    if len(steps) != grid.time_count:
+        raise RumiCatalogError(f"{label}: {len(steps)} time step(s) in time_seconds, the "
+                               f"file's header {grid.time_count}")
+    transform = cell_list(row.get("transform"))
+    if transform is not None:
+        numbers = [cell(v) for v in transform]
+        if len(numbers) != 6 or any(not isinstance(v, (int, float)) or not np.isfinite(v)
+                                    for v in numbers):
+            raise RumiCatalogError(f"{label}: transform {transform} is not six finite "
+                                   f"numbers")
+        if numbers[0] * numbers[4] - numbers[1] * numbers[3] == 0:
+            raise RumiCatalogError(f"{label}: transform {transform} has a zero pixel size")
+    crs = cell(row.get("crs"))
+    if crs is not None:
+        from rumi_xarray.conventions.georef import epsg_known
+
+        if (isinstance(crs, bool) or not isinstance(crs, (int, float))
+                or int(crs) != crs or not epsg_known(int(crs))):
+            raise RumiCatalogError(f"{label}: crs {crs!r} is not an EPSG code PROJ knows")

@@ -159,6 +159,31 @@ def _crs(crs: int | str) -> Any:
     return CRS.from_epsg(crs) if isinstance(crs, int) else CRS.from_user_input(crs)
 
 
+def epsg_known(code: int) -> bool:
+    """Return whether PROJ knows the CRS ``EPSG:<code>``.
+
+    Parameters
+    ----------
+    code : int
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> epsg_known(32633), epsg_known(999999)
+    (True, False)
+    """
+    from pyproj.exceptions import CRSError
+
+    try:
+        _crs(int(code))
+    except (CRSError, ValueError, OverflowError):
+        return False
+    return True
+
+
 @functools.lru_cache(maxsize=64)
 def _axis_attrs(code: int | str) -> tuple[dict[str, str], dict[str, str]]:
     crs = _crs(code)

@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import warnings
 from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -31,9 +30,10 @@ import pandas as pd
 from rumi_xarray import options
 from rumi_xarray.conventions.facts import COLUMNS as FACT_COLUMNS
 from rumi_xarray.conventions.facts import Facts, column_differences
-from rumi_xarray.errors import RumiFormatError, user_stacklevel
+from rumi_xarray.errors import RumiError, RumiFormatError, RumiIOError, with_context
+from rumi_xarray.sources import retry
 from rumi_xarray.sources.location import locate
-from rumi_xarray.sources.redact import redact, redact_text
+from rumi_xarray.sources.redact import redact
 from rumi_xarray.sources.transport import FsspecSource
 
 #: Suffix appended to the Rumi file's name.
@@ -208,6 +208,9 @@ def read_sidecar(source: Any, storage_options: Mapping[str, Any] | None = None,
     ------
     RumiFormatError
         The sidecar exists but is not valid.
+    RumiIOError
+        A remote sidecar cannot be read (after Karu's retries for transient
+        failures; a missing one, a 404, is no sidecar).
     """
     located = _locate(source, storage_options, path)
     if located is None:
@@ -304,32 +307,46 @@ def _fetch(target: str, storage_options: Mapping[str, Any] | None,
     if locate(target).local:
         if not os.path.exists(target):
             return None
-        with open(target, encoding="utf-8") as f:
-            return f.read()
+        with open(target, "rb") as f:
+            return _text(f.read(), target)
     try:
         return pending.future.result() if pending is not None else _get(target,
                                                                        storage_options)
-    except FileNotFoundError:
-        return None
+    except FileNotFoundError as exc:
+        if not retry.transient(exc):
+            return None  # no sidecar: the file has no facts to record
+        failure: Exception = exc
+    except RumiError:
+        raise
     except Exception as exc:  # fsspec backends raise their own types
-        # An object store may answer 403 for a missing object (aiohttp, botocore and
-        # OS errors alike), or serve something that is not text; a sidecar that
-        # cannot be read must not make the file unreadable, but must not pass
-        # unnoticed either.
-        warnings.warn(f"cannot read the sidecar {redact(target)} "
-                      f"({type(exc).__name__}: {redact_text(str(exc))}); nodata, scale and "
-                      f"offset are unknown unless given as keywords", RuntimeWarning,
-                      stacklevel=user_stacklevel())
-        return None
+        failure = exc
+    # Retried as Karu retries the file's own reads (in _get); what still fails is an
+    # error: opening without the sidecar's nodata, scale and offset would decode raw
+    # numbers as values. An object store answering 403 for a missing object lands here
+    # too: sidecar=False says the file has none.
+    tried = f" after {retry.attempts()} attempts" if retry.transient(failure) else ""
+    raise with_context(failure, f"cannot read the sidecar {redact(target)}{tried}; without "
+                       f"it nodata, scale and offset would be unknown (pass sidecar=False "
+                       f"to open the file without its sidecar)", source=redact(target),
+                       kind=RumiIOError) from failure
 
 
 def _get(target: str, storage_options: Mapping[str, Any] | None) -> str | None:
-    """Return a remote sidecar's text (one GET); raise what fsspec raises."""
+    """Return a remote sidecar's text (one GET, retried as Karu retries); raise what fails."""
     import fsspec
 
     # cat_file is one GET (fsspec.open would first ask for the size: a HEAD).
     fs, path = fsspec.core.url_to_fs(target, **dict(storage_options or {}))
-    return bytes(fs.cat_file(path)).decode("utf-8")
+    return _text(retry.call(lambda: bytes(fs.cat_file(path))), target)
+
+
+def _text(data: bytes, target: str) -> str:
+    """Return a sidecar's bytes as text; raise naming it when they are not UTF-8."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RumiFormatError(f"{redact(target)}: not a valid sidecar (not UTF-8 text: "
+                              f"{exc})") from None
 
 
 def write_sidecar(path: str | os.PathLike[str], sidecar: Sidecar) -> str | None:

@@ -20,7 +20,7 @@ import hashlib
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -30,6 +30,9 @@ from rumi_xarray.sources.hrefs import Hrefs
 from rumi_xarray.sources.location import locate
 from rumi_xarray.stac import plan as stac_plan
 from rumi_xarray.stac.parse import StacSource, catalog_hrefs, parse_item, with_hrefs
+
+if TYPE_CHECKING:
+    from rumi_xarray.catalogs.identity import FileIdentity
 
 #: ``groupby`` values a task-time lookup supports.
 GROUPBY = ("time", "solar_day")
@@ -50,6 +53,9 @@ class TableLoad(stac_plan.Load):
         Output bands, as the caller named them.
     group_lo, group_hi : numpy.ndarray
         POSIX seconds bounding each output time step's Items (inclusive).
+    files : tuple of (str, FileIdentity)
+        The table's files as the open saw them (size, footer digest): a task
+        refuses a table whose files changed since.
 
     The output's (``geobox``, ``chunks``, ``dtype``, ``fill``, ``resampling``,
     ``token``) are those of :class:`~rumi_xarray.stac.plan.Load`.
@@ -64,12 +70,13 @@ class TableLoad(stac_plan.Load):
     #: How the archive's hrefs resolve and where they may lead, fixed at open (so a
     #: worker judges an Item as the client would, whatever its working directory).
     hrefs: Hrefs = field(default_factory=Hrefs, repr=False)
+    files: tuple[tuple[str, FileIdentity], ...] = field(repr=False, default=())
 
     def items(self, it: int, iy: int, ix: int) -> list[dict[str, Any]]:
         """Return the Items one output chunk needs, read from the table now."""
         import pandas as pd
 
-        from rumi_xarray.stac.geoparquet import read_geoparquet
+        from rumi_xarray.stac.geoparquet import _drop_nulls, filter_expression, read_checked
 
         t0, nt = sum(self.chunks[0][:it]), self.chunks[0][it]
         y0, x0 = sum(self.chunks[2][:iy]), sum(self.chunks[3][:ix])
@@ -80,8 +87,17 @@ class TableLoad(stac_plan.Load):
         when = (pd.Timestamp(int(self.group_lo[t0]), unit="s", tz="UTC"),
                 pd.Timestamp(int(self.group_hi[t0 + nt - 1]) + 1, unit="s", tz="UTC")
                 - pd.Timedelta(1, "ns"))
-        found = read_geoparquet(self.url, bbox=(west, south, east, north), datetime=when,
-                                query=self.query, storage_options=self.storage_options)
+        def read(dataset: Any) -> list[dict[str, Any]]:
+            from stac_geoparquet.arrow import stac_table_to_items
+
+            expression = filter_expression(dataset.schema, bbox=(west, south, east, north),
+                                           datetime=when, query=self.query)
+            table = dataset.to_table(filter=expression)
+            return [_drop_nulls(item) for item in stac_table_to_items(table)] if (
+                table.num_rows) else []
+
+        # The table is checked to be the one the open read, at every task.
+        found = read_checked(self.url, self.storage_options, read, self.files or None)[0]
         return with_hrefs(found, self.hrefs)
 
     def local_plan(self, it: int, iy: int, ix: int) -> stac_plan.LoadPlan:
@@ -122,9 +138,9 @@ class TableLoad(stac_plan.Load):
 
 
 def open_columns(url: str, *, bbox: Sequence[float] | None, datetime: Any,
-                 query: Mapping[str, Any] | None,
-                 storage_options: Mapping[str, Any] | None) -> tuple[np.ndarray, dict[str, Any]]:
-    """Return the POSIX seconds of the selected Items and one of them, reading nothing else.
+                 query: Mapping[str, Any] | None, storage_options: Mapping[str, Any] | None
+                 ) -> tuple[np.ndarray, dict[str, Any], tuple[tuple[str, FileIdentity], ...]]:
+    """Return the POSIX seconds of the selected Items, one of them, and the table's files.
 
     Parameters
     ----------
@@ -136,27 +152,32 @@ def open_columns(url: str, *, bbox: Sequence[float] | None, datetime: Any,
     Returns
     -------
     tuple
-        Sorted int64 seconds of every selected Item, and the first Item (a dict).
+        Sorted int64 seconds of every selected Item, the first Item (a dict),
+        and each file of the table with its identity (for :class:`TableLoad`).
     """
     from stac_geoparquet.arrow import stac_table_to_items
 
-    from rumi_xarray.stac.geoparquet import _drop_nulls, dataset_of, filter_expression
+    from rumi_xarray.stac.geoparquet import _drop_nulls, filter_expression, read_checked
 
-    dataset = dataset_of(url, storage_options)
-    expression = filter_expression(dataset.schema, bbox=bbox, datetime=datetime, query=query)
-    times = dataset.to_table(columns=["datetime"], filter=expression).column("datetime")
-    if len(times) == 0:
-        raise RumiCatalogError(f"{url}: no STAC item matches bbox=/datetime=/query=")
-    if times.null_count:
-        raise RumiCatalogError(f"{url}: lookup='task' loads Items with a datetime; "
-                               f"{times.null_count} selected Item(s) have none (intervals): "
-                               f"use lookup='open'")
-    seconds = np.sort(times.cast("int64").to_numpy() // _per_second(times.type))
-    # No read-ahead: the scan stops in the first row group holding a match.
-    first = dataset.scanner(filter=expression, batch_readahead=0,
-                            fragment_readahead=0).head(1)
-    item = _drop_nulls(next(iter(stac_table_to_items(first))))
-    return seconds.astype(np.int64), with_hrefs([item], archive_hrefs(url))[0]
+    def read(dataset: Any) -> tuple[np.ndarray, dict[str, Any]]:
+        expression = filter_expression(dataset.schema, bbox=bbox, datetime=datetime,
+                                       query=query)
+        times = dataset.to_table(columns=["datetime"], filter=expression).column("datetime")
+        if len(times) == 0:
+            raise RumiCatalogError(f"{url}: no STAC item matches bbox=/datetime=/query=")
+        if times.null_count:
+            raise RumiCatalogError(f"{url}: lookup='task' loads Items with a datetime; "
+                                   f"{times.null_count} selected Item(s) have none "
+                                   f"(intervals): use lookup='open'")
+        seconds = np.sort(times.cast("int64").to_numpy() // _per_second(times.type))
+        # No read-ahead: the scan stops in the first row group holding a match.
+        first = dataset.scanner(filter=expression, batch_readahead=0,
+                                fragment_readahead=0).head(1)
+        item = _drop_nulls(next(iter(stac_table_to_items(first))))
+        return seconds.astype(np.int64), with_hrefs([item], archive_hrefs(url))[0]
+
+    (seconds, item), files = read_checked(url, storage_options, read)
+    return seconds, item, files
 
 
 def archive_hrefs(url: str) -> Hrefs:

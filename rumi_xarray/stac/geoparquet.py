@@ -11,10 +11,17 @@ the data files.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from rumi_xarray.errors import RumiCatalogError
+from rumi_xarray.errors import RumiCatalogError, RumiFileChangedError
+from rumi_xarray.model.cube import source_name
+from rumi_xarray.sources import retry
+
+if TYPE_CHECKING:
+    from rumi_xarray.catalogs.identity import FileIdentity
+
+T = TypeVar("T")
 
 #: File name endings taken for stac-geoparquet tables.
 SUFFIXES = (".parquet", ".geoparquet", ".pq")
@@ -103,18 +110,102 @@ def read_geoparquet(source: Any, *, bbox: Sequence[float] | None = None,
     -------
     list of dict
         STAC Item dictionaries.
+
+    Raises
+    ------
+    RumiFileChangedError
+        A file of the table is not the one ``expected`` describes.
+    RumiCatalogError
+        A file that is not a readable Parquet file (a corrupt footer).
+    RumiIOError
+        A remote read still failing after Karu's retries.
     """
     import pyarrow as pa  # type: ignore[import-untyped]
     import pyarrow.dataset as pads  # type: ignore[import-untyped]
     from stac_geoparquet.arrow import stac_table_to_items
 
-    dataset = pads.dataset(source) if isinstance(source, pa.Table) else dataset_of(
-        os.fspath(source), storage_options)
-    expression = filter_expression(dataset.schema, bbox=bbox, datetime=datetime, query=query)
-    table = dataset.to_table(filter=expression)
-    if table.num_rows == 0:
-        return []
-    return [_drop_nulls(item) for item in stac_table_to_items(table)]
+    def read(dataset: Any) -> list[dict[str, Any]]:
+        expression = filter_expression(dataset.schema, bbox=bbox, datetime=datetime,
+                                       query=query)
+        table = dataset.to_table(filter=expression)
+        if table.num_rows == 0:
+            return []
+        return [_drop_nulls(item) for item in stac_table_to_items(table)]
+
+    if isinstance(source, pa.Table):
+        return read(pads.dataset(source))
+    url = os.fspath(source)
+    return read_checked(url, storage_options, read)[0]
+
+
+def read_checked(url: str, storage_options: Mapping[str, Any] | None,
+                 read: Callable[[Any], T],
+                 expected: tuple[tuple[str, FileIdentity], ...] | None = None
+                 ) -> tuple[T, tuple[tuple[str, FileIdentity], ...]]:
+    """Return ``read(dataset)`` of a table whose footers were checked first, retried.
+
+    Every file's footer is read and checked (:mod:`rumi_xarray.catalogs.identity`)
+    before pyarrow reads the table, so a corrupt one is a typed error, and
+    compared with ``expected`` when given; the whole read is made again after a
+    transient failure, as Karu retries.
+
+    Parameters
+    ----------
+    url : str
+        Local path or fsspec URL of a file or folder.
+    storage_options : mapping, optional
+    read : callable
+        Reads what is wanted from the ``pyarrow.dataset.Dataset``.
+    expected : tuple of (file, FileIdentity), optional
+        The table's files as an open saw them (:func:`identities`).
+
+    Returns
+    -------
+    tuple
+        What ``read`` returned, and each file of the table with its identity
+        (size, footer digest).
+    """
+    name = source_name(url)
+
+    def attempt() -> tuple[T, tuple[tuple[str, FileIdentity], ...]]:
+        dataset, found = _checked_dataset(url, storage_options)
+        if expected is not None and found != expected:
+            _refuse_changed(name, dict(expected), dict(found))
+        return read(dataset), found
+
+    return retry.retrying(attempt, f"reading the stac-geoparquet table {name}", source=name)
+
+
+def _checked_dataset(url: str, storage_options: Mapping[str, Any] | None
+                     ) -> tuple[Any, tuple[tuple[str, FileIdentity], ...]]:
+    """Return the dataset of a table and its files' identities, every footer checked."""
+    import fsspec
+
+    from rumi_xarray.catalogs import identity
+
+    dataset = dataset_of(url, storage_options)
+    fs, _ = fsspec.core.url_to_fs(url, **dict(storage_options or {}))
+    protocol = fs.protocol[0] if isinstance(fs.protocol, tuple) else fs.protocol
+    local = protocol in ("file", "local")
+    found = tuple((path, identity.read_footer(fs, path, source_name(path),
+                                              local=local).identity)
+                  for path in sorted(dataset.files))
+    return dataset, found
+
+
+def _refuse_changed(name: str, before: dict[str, FileIdentity],
+                    now: dict[str, FileIdentity]) -> None:
+    """Raise naming the files of a table that changed since its open."""
+    from rumi_xarray.catalogs import identity
+
+    for path in sorted(set(before) | set(now)):
+        if path not in now:
+            raise RumiFileChangedError(f"{name}: {source_name(path)} was removed from the "
+                                       f"table since it was opened: open it again")
+        if path not in before:
+            raise RumiFileChangedError(f"{name}: {source_name(path)} was added to the table "
+                                       f"since it was opened: open it again")
+        identity.check(now[path], before[path], source_name(path) if path != name else name)
 
 
 def dataset_of(url: str, storage_options: Mapping[str, Any] | None = None) -> Any:

@@ -306,7 +306,7 @@ def _open_archive(items: Any, o: LoadOptions) -> xr.Dataset:
                                "geobox=, like= or geopolygon=): the Items are not read at "
                                "open to find it")
     url = os.fspath(items)
-    seconds, first = archive.open_columns(url, bbox=o.bbox, datetime=o.datetime,
+    seconds, first, files = archive.open_columns(url, bbox=o.bbox, datetime=o.datetime,
                                           query=o.query, storage_options=o.storage_options)
     ref = archive.reference_source(first, o.storage_options)
     names, band_index = _bands([ref], o.bands)
@@ -324,7 +324,7 @@ def _open_archive(items: Any, o: LoadOptions) -> xr.Dataset:
                              query=None if o.query is None else dict(o.query),
                              bands=tuple(names), geobox=gbox, chunks=sizes, group_lo=lo,
                              group_hi=hi, dtype=np.dtype(dtype), fill=fill,
-                             resampling=o.resampling, token=token,
+                             resampling=o.resampling, token=token, files=files,
                              hrefs=archive.archive_hrefs(url))
     ds = _variables(load_array(load), names, o.band_as_variable)
     if o.chunks is None:

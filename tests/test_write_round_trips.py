@@ -192,3 +192,29 @@ def test_one_named_band_keeps_its_name_through_a_geotiff(tmp_path: Path) -> None
     ours = _through_geotiff(source, tmp_path)
     assert ours.band.values.tolist() == ["red reflectance"]
     assert ours.attrs["long_name"] == "red reflectance"
+
+
+# --- masks="band" on data with a time dimension added ----------------------------------
+
+
+@pytest.mark.parametrize("name", ["internal_mask_byte", "rgba_uint16_alpha"])
+def test_mask_band_of_a_time_series_equals_the_cli(gdal_files: dict[str, Sample],
+                                                   tmp_path: Path, name: str) -> None:
+    from rumi_xarray.cli.main import main
+
+    source = gdal_files[name].path
+    days = np.array(["2020-01-01", "2020-01-02"], dtype="datetime64[ns]")
+    series = tmp_path / "series.rumi"
+    rx.to_rumi(rioxarray.open_rasterio(source).expand_dims(time=days), series, masks="band")
+    single = tmp_path / "single.rumi"
+    assert main(["convert", str(source), str(single), "--time", "2020-01-01",
+                 "--masks", "band"]) == 0
+    got = read(series)
+    expected = read(single)[0]
+    assert got.shape[0] == 2
+    np.testing.assert_array_equal(got[0], expected)
+    np.testing.assert_array_equal(got[1], expected)
+    # The mask band is rioxarray's own mask: 0 where any band is masked.
+    masked = rioxarray.open_rasterio(source, masked=True).isnull().any("band").values
+    np.testing.assert_array_equal(got[0, -1], np.where(masked, 0, 255))
+    assert xr.open_dataset(series, engine="rumi").band.values[-1] == "mask"

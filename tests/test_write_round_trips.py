@@ -13,6 +13,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -218,3 +219,41 @@ def test_mask_band_of_a_time_series_equals_the_cli(gdal_files: dict[str, Sample]
     masked = rioxarray.open_rasterio(source, masked=True).isnull().any("band").values
     np.testing.assert_array_equal(got[0, -1], np.where(masked, 0, 255))
     assert xr.open_dataset(series, engine="rumi").band.values[-1] == "mask"
+
+
+# --- netCDF: a global crs attribute, and no GDAL probe --------------------------------
+
+
+@pytest.fixture(scope="module")
+def global_crs_netcdf(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A netCDF laid out as Sentinel-2 L3B products are: the CRS a global ``crs``."""
+    folder = tmp_path_factory.mktemp("l3b")
+    x = -7_000_000.0 + 20.0 * np.arange(60) + 10.0
+    y = 1_000_000.0 - 20.0 * np.arange(40) - 10.0
+    values = (np.arange(2 * 2 * 40 * 60).reshape(2, 2, 40, 60) % 5000).astype(np.int16)
+    times = np.array(["2021-06-01", "2021-06-11"], dtype="datetime64[ns]")
+    ds = xr.Dataset({"reflectance": (("time", "band", "y", "x"), values)},
+                    coords={"band": ["B04", "B08"], "x": x, "y": y, "time": times},
+                    attrs={"crs": "EPSG:8858", "title": "L3B-like"})
+    path = folder / "l3b.nc"
+    ds.to_netcdf(path, engine="netcdf4")
+    return path
+
+
+def test_netcdf_with_a_global_crs_converts_without_crs_and_without_warnings(
+        global_crs_netcdf: Path, tmp_path: Path) -> None:
+    from rasterio.errors import NotGeoreferencedWarning
+
+    from rumi_xarray.cli.main import main
+
+    source = xr.open_dataset(global_crs_netcdf)
+    assert source.rio.crs.to_epsg() == 8858  # what rioxarray finds
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NotGeoreferencedWarning)
+        rx.to_rumi(source, tmp_path / "api.rumi")
+        assert main(["convert", str(global_crs_netcdf), str(tmp_path / "cli.rumi")]) == 0
+    for name in ("api.rumi", "cli.rumi"):
+        ours = xr.open_dataset(tmp_path / name, engine="rumi")
+        assert ours.rio.crs.to_epsg() == 8858
+        xr.testing.assert_equal(ours.band_data.rename(None).drop_vars("spatial_ref"),
+                                source.reflectance.rename(None))

@@ -360,7 +360,7 @@ def georeference(da: xr.DataArray, ds: xr.Dataset | None, where: str, crs: Any =
     attrs = mapping.attrs if mapping is not None else {}
     point = _area_or_point(da, ds) == "point"
     corner, source = _corner_transform(da, attrs, where)
-    parsed = _data_crs(da, attrs, where) if crs is None else parse_crs(crs, where)
+    parsed = _data_crs(da, attrs, where, ds) if crs is None else parse_crs(crs, where)
     if corner is None and parsed is None:
         return Georeference(None, None, False)
     if parsed is None:
@@ -681,8 +681,13 @@ def _check_transform(corner: tuple[float, ...], where: str) -> None:
         raise ValueError(f"{where}: the transform {corner} is singular (zero pixel size)")
 
 
-def _data_crs(da: xr.DataArray, attrs: dict[Hashable, Any], where: str) -> Any:
-    """Return the data's CRS (pyproj), None without one."""
+def _data_crs(da: xr.DataArray, attrs: dict[Hashable, Any], where: str,
+              ds: xr.Dataset | None = None) -> Any:
+    """Return the data's CRS (pyproj), None without one.
+
+    From the grid mapping's attributes, else rioxarray's view of the variable,
+    else of the Dataset it came from (its global ``crs`` attribute).
+    """
     for key in ("crs_wkt", "spatial_ref"):
         text = attrs.get(key)
         if isinstance(text, str) and text.strip():
@@ -698,6 +703,12 @@ def _data_crs(da: xr.DataArray, attrs: dict[Hashable, Any], where: str) -> Any:
     if code is not None:
         return parse_crs(code, where)
     crs = _rio_crs(da)
+    if crs is None and ds is not None:
+        # A Dataset-wide CRS (a global ``crs`` attribute, as some netCDF products
+        # carry it): what ``ds.rio.crs`` finds.
+        crs = _rio_crs(ds)
+        if crs is None and isinstance(ds.attrs.get("crs"), (str, int)):
+            crs = ds.attrs["crs"]
     return None if crs is None else parse_crs(crs, where)
 
 
@@ -718,7 +729,7 @@ def parse_crs(crs: Any, where: str) -> Any:
         raise ValueError(f"{where}: cannot parse the CRS: {exc}") from exc
 
 
-def _rio_crs(da: xr.DataArray) -> Any:
+def _rio_crs(da: xr.DataArray | xr.Dataset) -> Any:
     """Return rioxarray's view of the CRS, when rioxarray is installed."""
     try:
         import rioxarray  # noqa: F401  (registers the .rio accessor)

@@ -31,9 +31,15 @@ CHOICES = ("nodata", "band", "ignore")
 
 
 def gdal_source(da: xr.DataArray) -> str | None:
-    """Return the GDAL raster ``da`` was opened from by rioxarray, when it is a local file."""
+    """Return the GDAL raster ``da`` was opened from by rioxarray, when it is a local file.
+
+    Only arrays rioxarray opened (it records ``encoding["rasterio_dtype"]``
+    beside ``source``) have GDAL masks: xarray's other engines also record
+    ``source``, and opening their files with GDAL (a netCDF...) would only
+    warn about a probe nobody asked for.
+    """
     source = da.encoding.get("source")
-    if not isinstance(source, str):
+    if not isinstance(source, str) or "rasterio_dtype" not in da.encoding:
         return None
     import os
 

@@ -254,8 +254,8 @@ def check_suffix(target: str, any_suffix: bool = False, *, writer: str = "to_rum
     >>> check_suffix("scene.rumi")
     >>> check_suffix("scene.tif", any_suffix=True)
     """
-    if any_suffix or target.lower().endswith(SUFFIX):
-        return
+    if any_suffix or target.lower().endswith(SUFFIX) or os.path.isdir(target):
+        return  # a directory is refused as one, a clearer message (write/atomic.py)
     suffix = os.path.splitext(target)[1] or "no suffix"
     raise input_error(
         RumiWriteValueError,

@@ -257,3 +257,37 @@ def test_netcdf_with_a_global_crs_converts_without_crs_and_without_warnings(
         assert ours.rio.crs.to_epsg() == 8858
         xr.testing.assert_equal(ours.band_data.rename(None).drop_vars("spatial_ref"),
                                 source.reflectance.rename(None))
+
+
+# --- a GeoTransform without a CRS (GDAL's float.tif family) ----------------------------
+
+
+def test_a_transform_without_a_crs_reads_back_as_rioxarray_reads_it(tmp_path: Path) -> None:
+    from affine import Affine
+
+    from tests.geotiffs import write_geotiff
+
+    values = np.linspace(0, 1000, 20 * 30, dtype=np.float32).reshape(1, 20, 30)
+    # GDAL autotest's float.tif geometry: 60 m pixels, no CRS.
+    source = write_geotiff(tmp_path / "float.tif", values,
+                           transform=Affine(60.0, 0.0, 440720.0, 0.0, -60.0, 3751320.0))
+    theirs = rioxarray.open_rasterio(source)
+    assert theirs.rio.crs is None and "GeoTransform" in theirs.spatial_ref.attrs
+    first = tmp_path / "first.rumi"
+    rx.to_rumi(theirs, first, time="2020-01-01")
+    ours = xr.open_dataset(first, engine="rumi").band_data.isel(time=0)
+    assert ours.rio.crs is None
+    assert "crs_wkt" not in ours.spatial_ref.attrs and "spatial_ref" not in \
+        ours.spatial_ref.attrs
+    assert ours.spatial_ref.attrs["GeoTransform"] == theirs.spatial_ref.attrs["GeoTransform"]
+    assert ours.rio.transform() == theirs.rio.transform()
+    # x/y are rioxarray's, bit for bit, and align exactly.
+    np.testing.assert_array_equal(ours.x.values, theirs.x.values)
+    np.testing.assert_array_equal(ours.y.values, theirs.y.values)
+    aligned = xr.align(ours, theirs, join="exact")
+    np.testing.assert_array_equal(aligned[0].values, aligned[1].values)
+    # And again from our own open.
+    again = tmp_path / "again.rumi"
+    rx.to_rumi(xr.open_dataset(first, engine="rumi"), again)
+    back = xr.open_dataset(again, engine="rumi")
+    assert back.rio.crs is None and back.rio.transform() == theirs.rio.transform()

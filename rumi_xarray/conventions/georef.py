@@ -228,15 +228,23 @@ def spatial_coords(transform: Sequence[float] | None, epsg: int | str | None,
     -------
     variables : dict of xarray.Variable
         ``x``, ``y`` and ``spatial_ref``; empty when the file has no
-        georeferencing (no fake coordinates).
+        transform (no fake coordinates). Without a CRS, ``spatial_ref``
+        holds only the ``GeoTransform``.
     indexed : xarray.Coordinates or None
         Lazy 2-D ``xc``/``yc`` with their transform index, for rotated grids.
     """
-    if transform is None or epsg is None:
+    if transform is None:
         return {}, None
     corner = corner_transform(transform, bool(pixel_is_point))
-    x_attrs, y_attrs = _axis_attrs(epsg)
-    ref = spatial_ref(epsg, corner)
+    if epsg is None:
+        # A grid without a CRS, as rioxarray reads GDAL's: x/y, and a grid mapping
+        # holding the GeoTransform only (no crs_wkt: no CRS is claimed).
+        x_attrs: dict[str, str] = {"axis": "X"}
+        y_attrs: dict[str, str] = {"axis": "Y"}
+        ref = xr.Variable((), np.int64(0), {"GeoTransform": format_geotransform(corner)})
+    else:
+        x_attrs, y_attrs = _axis_attrs(epsg)
+        ref = spatial_ref(epsg, corner)
     if is_rotated(corner):
         coords = xr.Coordinates.from_xindex(
             CoordinateTransformIndex(AffineTransform(corner, height, width)))
@@ -310,9 +318,12 @@ def with_sidecar(transform: Sequence[float] | None, crs: int | str | None,
     text = facts.get("geotransform")
     if isinstance(wkt, str) and wkt.strip():
         crs = wkt
-        if transform is None and text is not None:
-            corner = parse_geotransform(text, where)
-            transform = shift_half_pixel(corner, +1.0) if pixel_is_point else corner
+    if transform is None and text is not None and (crs is not None or
+                                                   not (isinstance(wkt, str) and wkt)):
+        # With a CRS the format cannot name, or with none at all (a GDAL raster
+        # with a GeoTransform and no CRS).
+        corner = parse_geotransform(text, where)
+        transform = shift_half_pixel(corner, +1.0) if pixel_is_point else corner
     return (None if transform is None else tuple(transform)), crs, pixel_is_point
 
 
@@ -354,7 +365,10 @@ def georeference(da: xr.DataArray, ds: xr.Dataset | None, where: str, crs: Any =
     (the Rumi format stores EPSG codes only) and the transform in the
     sidecar. Data without a CRS whose grid is GDAL's identity (an
     ungeoreferenced TIFF read by rioxarray) are written without
-    georeferencing: no CRS is invented.
+    georeferencing: no CRS is invented. Data without a CRS whose grid
+    mapping has a ``GeoTransform`` (GDAL rasters with a transform and no
+    CRS) keep that transform in the sidecar, still without a CRS; x/y
+    coordinates alone without a CRS are refused (a forgotten ``crs=``).
     """
     mapping = _grid_mapping(da, ds)
     attrs = mapping.attrs if mapping is not None else {}
@@ -366,6 +380,11 @@ def georeference(da: xr.DataArray, ds: xr.Dataset | None, where: str, crs: Any =
     if parsed is None:
         if corner == IDENTITY:
             return Georeference(None, None, False)
+        if _geotransform(attrs, where) is not None:
+            # GDAL's georeferenced rasters without a CRS (its float.tif family), as
+            # rioxarray reads them: a GeoTransform and no CRS. The format stores a
+            # transform only with an EPSG code: the sidecar keeps it, no CRS invented.
+            return Georeference(None, None, point, {"geotransform": format_geotransform(corner)})
         raise ValueError(
             f"{where}: the data have a transform (from {source}) but no CRS; pass crs= "
             f"(e.g. crs='EPSG:4326'; --crs on the command line) or set one "

@@ -380,7 +380,7 @@ def georeference(da: xr.DataArray, ds: xr.Dataset | None, where: str, crs: Any =
     if parsed is None:
         if corner == IDENTITY:
             return Georeference(None, None, False)
-        if _geotransform(attrs, where) is not None:
+        if corner is not None and _geotransform(attrs, where) is not None:
             # GDAL's georeferenced rasters without a CRS (its float.tif family), as
             # rioxarray reads them: a GeoTransform and no CRS. The format stores a
             # transform only with an EPSG code: the sidecar keeps it, no CRS invented.

@@ -291,3 +291,15 @@ def test_a_transform_without_a_crs_reads_back_as_rioxarray_reads_it(tmp_path: Pa
     rx.to_rumi(xr.open_dataset(first, engine="rumi"), again)
     back = xr.open_dataset(again, engine="rumi")
     assert back.rio.crs is None and back.rio.transform() == theirs.rio.transform()
+
+
+def test_computed_floats_are_never_rounded_into_the_source_type(
+        gdal_files: dict[str, Sample], tmp_path: Path) -> None:
+    decoded = rioxarray.open_rasterio(gdal_files["uint16_no_nodata"].path, mask_and_scale=True)
+    halved = decoded.copy(data=decoded.values / 2)  # encoding (dtype uint16) kept
+    assert np.dtype(halved.encoding["dtype"]) == np.uint16 and (halved.values % 1 != 0).any()
+    with pytest.raises(ValueError, match="not whole numbers"):
+        rx.to_rumi(halved, tmp_path / "halved.rumi", time="2020-01-01")
+    assert list(tmp_path.iterdir()) == []
+    rx.to_rumi(halved, tmp_path / "floats.rumi", time="2020-01-01", encode_cf=False)
+    np.testing.assert_array_equal(read(tmp_path / "floats.rumi")[0], halved.values)

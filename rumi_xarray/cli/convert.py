@@ -239,16 +239,15 @@ def run(args: argparse.Namespace) -> int:
     from rumi_xarray import options
     from rumi_xarray.conventions.sidecar import read_sidecar
     from rumi_xarray.native.reads import header_info
-    from rumi_xarray.write.to_rumi import to_rumi
+    from rumi_xarray.write.to_rumi import check_suffix, to_rumi
 
     if os.path.abspath(args.source) == os.path.abspath(args.destination):
         raise CommandError(f"{args.destination}: the destination is the source")
-    if not args.destination.lower().endswith(".rumi") and not args.any_suffix:
-        suffix = os.path.splitext(args.destination)[1] or "no suffix"
-        raise CommandError(
-            f"{args.destination}: convert writes a Rumi file, but the destination's name "
-            f"has {suffix}, not .rumi (tools that go by the suffix, such as GDAL for .tif, "
-            f"would fail on it); name it .rumi, or pass --any-suffix to write it anyway")
+    try:
+        check_suffix(args.destination, args.any_suffix, writer="convert",
+                     override="--any-suffix")
+    except ValueError as exc:
+        raise CommandError(str(exc)) from None
     if os.path.lexists(args.destination) and not args.overwrite:
         raise CommandError(f"{args.destination}: exists already; pass --overwrite to "
                            f"replace it")
@@ -265,7 +264,8 @@ def run(args: argparse.Namespace) -> int:
                              codec=args.codec, frame=args.frame, error=args.error,
                              band_dim=args.band_dim, time_dim=args.time_dim,
                              variable=args.variable, time=when, crs=args.crs,
-                             encode_cf=not args.decode, dtype=args.dtype, masks=args.masks)
+                             encode_cf=not args.decode, dtype=args.dtype, masks=args.masks,
+                             any_suffix=args.any_suffix)
     finally:
         obj.close()
     meta = header_info(header)

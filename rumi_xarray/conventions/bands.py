@@ -129,6 +129,14 @@ def band_numbers(texts: Sequence[str]) -> list[int] | None:
     return [int(t) for t in texts]
 
 
+#: Texts that describe the variable ``band_data`` rather than a band: its CF
+#: ``long_name`` and its name, which ``rio.to_raster`` writes as the description of
+#: every band (from ``long_name``, else the variable name).
+#: ``long_name`` of ``band_data`` (CF asks one of every variable) when its bands have
+#: no one text of their own.
+BAND_DATA_LONG_NAME = "band data"
+VARIABLE_DESCRIPTIONS = (BAND_DATA_LONG_NAME, "band_data")
+
 #: Brackets whose commas belong to the text inside them, not to the field list.
 _OPENING = {"(": ")", "[": "]", "{": "}"}
 
@@ -245,7 +253,9 @@ def descriptions(da: xr.DataArray) -> list[str] | None:
     rioxarray puts one description per band in ``long_name`` (one text when
     every band has the same). Bands without one get their number; a
     description used by several bands gets `` (<n>)`` appended so names stay
-    unique.
+    unique. The descriptions ``rio.to_raster`` writes on every band of our
+    ``band_data`` (its ``long_name``, or its name) describe the variable,
+    not its bands: they label nothing (see :data:`VARIABLE_DESCRIPTIONS`).
 
     Parameters
     ----------
@@ -257,6 +267,8 @@ def descriptions(da: xr.DataArray) -> list[str] | None:
     """
     n = da.sizes.get("band", 1)
     described: Any = da.attrs.get("long_name")
+    if isinstance(described, str) and described.strip() in VARIABLE_DESCRIPTIONS:
+        return None
     if isinstance(described, str):
         # rioxarray gives one text when every band has the same description.
         described = [described] * n

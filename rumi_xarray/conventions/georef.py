@@ -253,15 +253,23 @@ def spatial_coords(transform: Sequence[float] | None, epsg: int | str | None,
     -------
     variables : dict of xarray.Variable
         ``x``, ``y`` and ``spatial_ref``; empty when the file has no
-        georeferencing (no fake coordinates).
+        transform (no fake coordinates). Without a CRS, ``spatial_ref``
+        holds only the ``GeoTransform``.
     indexed : xarray.Coordinates or None
         Lazy 2-D ``xc``/``yc`` with their transform index, for rotated grids.
     """
-    if transform is None or epsg is None:
+    if transform is None:
         return {}, None
     corner = corner_transform(transform, bool(pixel_is_point))
-    x_attrs, y_attrs = _axis_attrs(epsg)
-    ref = spatial_ref(epsg, corner)
+    if epsg is None:
+        # A grid without a CRS, as rioxarray reads GDAL's: x/y, and a grid mapping
+        # holding the GeoTransform only (no crs_wkt: no CRS is claimed).
+        x_attrs: dict[str, str] = {"axis": "X"}
+        y_attrs: dict[str, str] = {"axis": "Y"}
+        ref = xr.Variable((), np.int64(0), {"GeoTransform": format_geotransform(corner)})
+    else:
+        x_attrs, y_attrs = _axis_attrs(epsg)
+        ref = spatial_ref(epsg, corner)
     if is_rotated(corner):
         coords = xr.Coordinates.from_xindex(
             CoordinateTransformIndex(AffineTransform(corner, height, width)))
@@ -335,9 +343,12 @@ def with_sidecar(transform: Sequence[float] | None, crs: int | str | None,
     text = facts.get("geotransform")
     if isinstance(wkt, str) and wkt.strip():
         crs = wkt
-        if transform is None and text is not None:
-            corner = parse_geotransform(text, where)
-            transform = shift_half_pixel(corner, +1.0) if pixel_is_point else corner
+    if transform is None and text is not None and (crs is not None or
+                                                   not (isinstance(wkt, str) and wkt)):
+        # With a CRS the format cannot name, or with none at all (a GDAL raster
+        # with a GeoTransform and no CRS).
+        corner = parse_geotransform(text, where)
+        transform = shift_half_pixel(corner, +1.0) if pixel_is_point else corner
     return (None if transform is None else tuple(transform)), crs, pixel_is_point
 
 
@@ -379,18 +390,26 @@ def georeference(da: xr.DataArray, ds: xr.Dataset | None, where: str, crs: Any =
     (the Rumi format stores EPSG codes only) and the transform in the
     sidecar. Data without a CRS whose grid is GDAL's identity (an
     ungeoreferenced TIFF read by rioxarray) are written without
-    georeferencing: no CRS is invented.
+    georeferencing: no CRS is invented. Data without a CRS whose grid
+    mapping has a ``GeoTransform`` (GDAL rasters with a transform and no
+    CRS) keep that transform in the sidecar, still without a CRS; x/y
+    coordinates alone without a CRS are refused (a forgotten ``crs=``).
     """
     mapping = _grid_mapping(da, ds)
     attrs = mapping.attrs if mapping is not None else {}
     point = _area_or_point(da, ds) == "point"
     corner, source = _corner_transform(da, attrs, where)
-    parsed = _data_crs(da, attrs, where) if crs is None else parse_crs(crs, where)
+    parsed = _data_crs(da, attrs, where, ds) if crs is None else parse_crs(crs, where)
     if corner is None and parsed is None:
         return Georeference(None, None, False)
     if parsed is None:
         if corner == IDENTITY:
             return Georeference(None, None, False)
+        if corner is not None and _geotransform(attrs, where) is not None:
+            # GDAL's georeferenced rasters without a CRS (its float.tif family), as
+            # rioxarray reads them: a GeoTransform and no CRS. The format stores a
+            # transform only with an EPSG code: the sidecar keeps it, no CRS invented.
+            return Georeference(None, None, point, {"geotransform": format_geotransform(corner)})
         raise ValueError(
             f"{where}: the data have a transform (from {source}) but no CRS; pass crs= "
             f"(e.g. crs='EPSG:4326'; --crs on the command line) or set one "
@@ -706,8 +725,13 @@ def _check_transform(corner: tuple[float, ...], where: str) -> None:
         raise ValueError(f"{where}: the transform {corner} is singular (zero pixel size)")
 
 
-def _data_crs(da: xr.DataArray, attrs: dict[Hashable, Any], where: str) -> Any:
-    """Return the data's CRS (pyproj), None without one."""
+def _data_crs(da: xr.DataArray, attrs: dict[Hashable, Any], where: str,
+              ds: xr.Dataset | None = None) -> Any:
+    """Return the data's CRS (pyproj), None without one.
+
+    From the grid mapping's attributes, else rioxarray's view of the variable,
+    else of the Dataset it came from (its global ``crs`` attribute).
+    """
     for key in ("crs_wkt", "spatial_ref"):
         text = attrs.get(key)
         if isinstance(text, str) and text.strip():
@@ -723,6 +747,12 @@ def _data_crs(da: xr.DataArray, attrs: dict[Hashable, Any], where: str) -> Any:
     if code is not None:
         return parse_crs(code, where)
     crs = _rio_crs(da)
+    if crs is None and ds is not None:
+        # A Dataset-wide CRS (a global ``crs`` attribute, as some netCDF products
+        # carry it): what ``ds.rio.crs`` finds.
+        crs = _rio_crs(ds)
+        if crs is None and isinstance(ds.attrs.get("crs"), (str, int)):
+            crs = ds.attrs["crs"]
     return None if crs is None else parse_crs(crs, where)
 
 
@@ -743,7 +773,7 @@ def parse_crs(crs: Any, where: str) -> Any:
         raise ValueError(f"{where}: cannot parse the CRS: {exc}") from exc
 
 
-def _rio_crs(da: xr.DataArray) -> Any:
+def _rio_crs(da: xr.DataArray | xr.Dataset) -> Any:
     """Return rioxarray's view of the CRS, when rioxarray is installed."""
     try:
         import rioxarray  # noqa: F401  (registers the .rio accessor)

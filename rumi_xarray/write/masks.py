@@ -31,9 +31,15 @@ CHOICES = ("nodata", "band", "ignore")
 
 
 def gdal_source(da: xr.DataArray) -> str | None:
-    """Return the GDAL raster ``da`` was opened from by rioxarray, when it is a local file."""
+    """Return the GDAL raster ``da`` was opened from by rioxarray, when it is a local file.
+
+    Only arrays rioxarray opened (it records ``encoding["rasterio_dtype"]``
+    beside ``source``) have GDAL masks: xarray's other engines also record
+    ``source``, and opening their files with GDAL (a netCDF...) would only
+    warn about a probe nobody asked for.
+    """
     source = da.encoding.get("source")
-    if not isinstance(source, str):
+    if not isinstance(source, str) or "rasterio_dtype" not in da.encoding:
         return None
     import os
 
@@ -196,6 +202,12 @@ def _with_mask_band(da: xr.DataArray, mask: xr.DataArray) -> xr.DataArray:
     band = xr.where(any_masked, 0, 255).astype(da.dtype).expand_dims(band=["mask"])
     labels = [str(b) for b in da.band.values] if "band" in da.coords else None
     data = da.assign_coords(band=labels) if labels is not None else da
+    # The file's mask holds for every step of dimensions the source has not (a time
+    # added by expand_dims): the same mask band at each of them.
+    others = [d for d in data.dims if d not in band.dims]
+    if others:
+        band = band.expand_dims({d: data.sizes[d] for d in others})
+        band = band.assign_coords({d: data[d] for d in others if d in data.coords})
     out = xr.concat([data, band.transpose(*data.dims)], dim="band", coords="minimal",
                     compat="override", join="override", combine_attrs="override")
     out.encoding = dict(da.encoding)

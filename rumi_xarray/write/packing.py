@@ -65,7 +65,9 @@ def encode(da: xr.DataArray, where: str, *, attrs: Mapping[Any, Any] | None = No
       ``encode_cf=False``); with ``encode_cf=True`` it is the packed type
       (like ``to_netcdf``'s ``encoding={"v": {"dtype": ...}}``).
 
-    Scale 1 with offset 0 is no packing and is not recorded. rioxarray's
+    Scale 1 with offset 0 is no packing and is not recorded. Integers
+    decoded with nothing to mask or scale (floats whose ``encoding["dtype"]``
+    is an integer type) are stored as that type again. rioxarray's
     per-band ``scales``/``offsets`` that differ cannot be one CF scale: such
     raw values are decoded per band and stored decoded (with a warning); a
     ``units`` tuple whose texts differ is not stored (with a warning).
@@ -144,6 +146,15 @@ def encode(da: xr.DataArray, where: str, *, attrs: Mapping[Any, Any] | None = No
             facts["decoded_dtype"] = declared_type(packed)
         return Encoded(data, _checked(facts, data.dtype, where))
 
+    stored_type = _integer_encoding(encoding) if target is None else None
+    if not raw and not packed and da.dtype.kind == "f" and stored_type is not None:
+        # Integers decoded with nothing to mask or scale (rioxarray's and our
+        # mask_and_scale=True give float32/float64): the floats are exact
+        # copies of the samples, stored again as the type they came from.
+        # Values that are not whole numbers any more (computed on) are refused,
+        # never rounded.
+        data = _checked_cast(da, stored_type, where, nodata=False, exact=True)
+        return Encoded(data, _checked(facts, data.dtype, where))
     source = raw or packed  # packed facts on integer data: the values are raw
     missing = _missing(source)
     if missing is not None:
@@ -155,6 +166,18 @@ def encode(da: xr.DataArray, where: str, *, attrs: Mapping[Any, Any] | None = No
         facts["decoded_dtype"] = declared_type(source)
     data = _cast(da, target, where, facts)
     return Encoded(data, _checked(facts, data.dtype, where))
+
+
+def _integer_encoding(encoding: Mapping[str, Any]) -> np.dtype | None:
+    """Return the integer type ``encoding["dtype"]`` says the values were read from, if any."""
+    value = encoding.get("dtype")
+    if value is None:
+        return None
+    try:
+        dtype = np.dtype(value)
+    except TypeError:
+        return None
+    return dtype if dtype.kind in "iu" else None
 
 
 def _check_conflicts(raw: Mapping[str, Any], packed: Mapping[str, Any], where: str) -> None:
@@ -395,8 +418,8 @@ def _cast(da: xr.DataArray, target: np.dtype | None, where: str,
     return _checked_cast(da, target, where, nodata=facts.get("nodata") is not None)
 
 
-def _checked_cast(da: xr.DataArray, target: np.dtype, where: str, *, nodata: bool
-                  ) -> xr.DataArray:
+def _checked_cast(da: xr.DataArray, target: np.dtype, where: str, *, nodata: bool,
+                  exact: bool = False) -> xr.DataArray:
     """Cast to ``target``, rounding floats to integers as xarray does, never wrapping.
 
     The check runs as the data are computed (lazily for dask input) and
@@ -405,7 +428,7 @@ def _checked_cast(da: xr.DataArray, target: np.dtype, where: str, *, nodata: boo
     target = np.dtype(target)
     if da.dtype == target:
         return da
-    caster = _Caster(target, where, nodata)
+    caster = _Caster(target, where, nodata, exact)
     data = da.data
     if hasattr(data, "map_blocks"):
         return da.copy(data=data.map_blocks(caster, dtype=target))
@@ -415,14 +438,22 @@ def _checked_cast(da: xr.DataArray, target: np.dtype, where: str, *, nodata: boo
 class _Caster:
     """Picklable checked cast of one block (see :func:`_checked_cast`)."""
 
-    def __init__(self, target: np.dtype, where: str, nodata: bool) -> None:
+    def __init__(self, target: np.dtype, where: str, nodata: bool, exact: bool = False
+                 ) -> None:
         self.target = target
         self.where = where
         self.nodata = nodata
+        self.exact = exact
 
     def __call__(self, block: np.ndarray) -> np.ndarray:
         if self.target.kind in "iub" and block.dtype.kind in "fc":
-            block = np.around(block.real if block.dtype.kind == "c" else block)
+            rounded = np.around(block.real if block.dtype.kind == "c" else block)
+            if self.exact and not np.array_equal(rounded, block, equal_nan=True):
+                raise ValueError(f"{self.where}: the values are not whole numbers any more, "
+                                 f"so they cannot be stored as {self.target} (the type they "
+                                 f"were read from, encoding['dtype']); pass encode_cf=False "
+                                 f"to store the floats, or dtype= another type")
+            block = rounded
             if np.isnan(block).any():
                 hint = ("" if self.nodata else "; they have no nodata value to become "
                         "(set one with .rio.write_nodata(...) or encoding['_FillValue'])")

@@ -54,6 +54,10 @@ from rumi_xarray.sources.location import locate
 from rumi_xarray.write.atomic import atomic_path
 from rumi_xarray.write.prepare import prepare
 
+#: The name a Rumi file ends with: tools that go by the suffix (GDAL for ``.tif``) fail
+#: on a Rumi file named otherwise.
+SUFFIX = ".rumi"
+
 
 def write_array(path: str | os.PathLike[str], data: Any, *, bands: Sequence[str],
                 time: Sequence[Any], transform: Sequence[float] | None = None,
@@ -63,7 +67,7 @@ def write_array(path: str | os.PathLike[str], data: Any, *, bands: Sequence[str]
                 nodata: Any = None, scale_factor: float | None = None,
                 add_offset: float | None = None, units: str | None = None,
                 decoded_dtype: Any = None, crs_wkt: str | None = None,
-                geotransform: str | None = None) -> bytes:
+                geotransform: str | None = None, any_suffix: bool = False) -> bytes:
     """Write a ``(time, band, y, x)`` array as a Rumi file.
 
     Nodata, scale, offset and units go to the sidecar ``<path>.aux.json``
@@ -74,8 +78,8 @@ def write_array(path: str | os.PathLike[str], data: Any, *, bands: Sequence[str]
     Parameters
     ----------
     path : str or os.PathLike
-        Local output path, replaced atomically. Nothing is left behind on
-        failure.
+        Local output path ending in ``.rumi``, replaced atomically. Nothing
+        is left behind on failure.
     data : numpy.ndarray or dask.array.Array
         Four axes ``(time, band, y, x)``. A dask array is rechunked to whole
         frames and compressed frame by frame in dask tasks, never
@@ -119,6 +123,9 @@ def write_array(path: str | os.PathLike[str], data: Any, *, bands: Sequence[str]
     geotransform : str, optional
         GDAL's ``GeoTransform`` text for the sidecar, for a grid whose CRS
         has no EPSG code (the file then stores no transform).
+    any_suffix : bool, default False
+        Write ``path`` even when its name does not end in ``.rumi`` (see
+        :func:`check_suffix`).
 
     Returns
     -------
@@ -149,6 +156,7 @@ def write_array(path: str | os.PathLike[str], data: Any, *, bands: Sequence[str]
     target = os.fsdecode(path)
     with as_write_value_errors(target):
         target = _target(path)
+        check_suffix(target, any_suffix, writer="write_array")
         if data.ndim != 4:
             raise ValueError(f"{target}: write_array takes (time, band, y, x), "
                              f"got {data.ndim} axes")
@@ -228,6 +236,45 @@ def _target(path: str | os.PathLike[str]) -> str:
     return target
 
 
+def check_suffix(target: str, any_suffix: bool = False, *, writer: str = "to_rumi",
+                 override: str = "any_suffix=True") -> None:
+    """Refuse a destination whose name does not end in ``.rumi`` (any case).
+
+    A Rumi file named ``out.tif`` is taken for a GeoTIFF by every tool that
+    goes by the suffix (GDAL, QGIS, file browsers), which then fail on it.
+    ``to_rumi``, ``write_array`` and ``rumi-xarray convert`` share this rule.
+
+    Parameters
+    ----------
+    target : str
+        The destination.
+    any_suffix : bool, default False
+        Accept any name.
+    writer : str
+        What writes, named in the message.
+    override : str
+        How the caller asks for any name, named in the message.
+
+    Raises
+    ------
+    RumiWriteValueError
+        The name does not end in ``.rumi`` and ``any_suffix`` is False.
+
+    Examples
+    --------
+    >>> check_suffix("scene.rumi")
+    >>> check_suffix("scene.tif", any_suffix=True)
+    """
+    if any_suffix or target.lower().endswith(SUFFIX) or os.path.isdir(target):
+        return  # a directory is refused as one, a clearer message (write/atomic.py)
+    suffix = os.path.splitext(target)[1] or "no suffix"
+    raise input_error(
+        RumiWriteValueError,
+        f"{target}: {writer} writes a Rumi file, but the destination's name has {suffix}, not "
+        f"{SUFFIX} (tools that go by the suffix, such as GDAL for .tif, would fail on it); "
+        f"name it {SUFFIX}, or pass {override} to write it anyway", target)
+
+
 def _local(target: str) -> bool:
     try:
         return locate(target).local
@@ -291,7 +338,7 @@ def to_rumi(obj: xr.DataArray | xr.Dataset, path: str | os.PathLike[str], *,
             error: Any = None, band_dim: str = "band", time_dim: str = "time",
             variable: Hashable | None = None, time: Any = None, crs: Any = None,
             progress: bool | None = None, encode_cf: bool = True, dtype: Any = None,
-            masks: str = "nodata") -> bytes:
+            masks: str = "nodata", any_suffix: bool = False) -> bytes:
     """Write an xarray object as a Rumi file.
 
     What is written, and where it comes from:
@@ -356,8 +403,8 @@ def to_rumi(obj: xr.DataArray | xr.Dataset, path: str | os.PathLike[str], *,
         chunked to frames first, so lazily opened files are read a frame at
         a time too.
     path : str or os.PathLike
-        Local destination, replaced atomically; on any failure nothing is
-        left behind (an existing file is kept as it was).
+        Local destination ending in ``.rumi``, replaced atomically; on any
+        failure nothing is left behind (an existing file is kept as it was).
     tile_size : int, default 512
         Square tile size, 1 to 65535; edge tiles are clipped.
     codec : str, default ``"planar>zigzag>zstd"``
@@ -402,6 +449,10 @@ def to_rumi(obj: xr.DataArray | xr.Dataset, path: str | os.PathLike[str], *,
         (refused, naming this option, when no value is free); ``"band"``
         adds the mask as a band ``mask`` (0 masked, 255 valid); ``"ignore"``
         drops it. Never dropped without being asked.
+    any_suffix : bool, default False
+        Write ``path`` even when its name does not end in ``.rumi`` (refused
+        by default: GDAL and other tools that go by the suffix fail on a
+        Rumi file named ``.tif``).
 
     Returns
     -------
@@ -439,6 +490,7 @@ def to_rumi(obj: xr.DataArray | xr.Dataset, path: str | os.PathLike[str], *,
     target = os.fsdecode(path)
     with as_write_value_errors(target):
         target = _target(path)
+        check_suffix(target, any_suffix)
         pattern = _pattern(target, frame, None)
         _check_tile_size(target, tile_size)
         prepared = prepare(obj, target, band_dim=band_dim, time_dim=time_dim,
@@ -454,4 +506,4 @@ def to_rumi(obj: xr.DataArray | xr.Dataset, path: str | os.PathLike[str], *,
                        nodata=facts.nodata, scale_factor=facts.scale, add_offset=facts.offset,
                        units=facts.units, decoded_dtype=facts.decoded_dtype,
                        crs_wkt=prepared.sidecar.crs_wkt,
-                       geotransform=prepared.sidecar.geotransform)
+                       geotransform=prepared.sidecar.geotransform, any_suffix=any_suffix)

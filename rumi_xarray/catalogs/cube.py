@@ -93,8 +93,10 @@ def _check(rows: pd.DataFrame, grids: list[Grid]) -> None:
         if cell(row.get("crs")) != cell(ref.get("crs")):
             problems.append(f"CRS {epsg_label(row.get('crs'))} != "
                             f"{epsg_label(ref.get('crs'))}")
-        problems += Sidecar.from_columns(row, g.dtype).differences(
-            Sidecar.from_columns(ref, g0.dtype))
+        problems += Sidecar.from_columns(
+            row, g.dtype, f"catalog row {int(row['_row'])} ({source_name(row['path'])})"
+        ).differences(Sidecar.from_columns(
+            ref, g0.dtype, f"catalog row {ref_row} ({source_name(ref['path'])})"))
         if problems:
             raise RumiCatalogError(
                 f"catalog row {int(row['_row'])} ({source_name(row['path'])}) cannot be "
@@ -414,8 +416,8 @@ def _labels(rows: pd.DataFrame, grid: Grid) -> dataset.CubeLabels:
     ref = rows.iloc[0]
     transform = cell_list(ref.get("transform"))
     pip = cell(ref.get("pixel_is_point"))
-    found = Sidecar.from_columns(ref, grid.dtype)
     where = f"catalog row {ref['_row']}"
+    found = Sidecar.from_columns(ref, grid.dtype, f"{where} ({source_name(ref['path'])})")
     attrs = cf.cf_attributes(found.facts, grid.dtype, where)
     crs = cell(ref.get("crs"))
     grid_transform, grid_crs, point = georef.with_sidecar(

@@ -506,7 +506,10 @@ def open_index(url: str, *, storage_options: Mapping[str, Any] | None, time: Any
                     transform=None if reference.get("transform") is None
                     else tuple(float(v) for v in reference["transform"]),
                     crs=reference.get("crs"),
-                    sidecar=Sidecar.from_columns(reference, grid.dtype), grid=grid)
+                    sidecar=Sidecar.from_columns(
+                        reference, grid.dtype,
+                        f"catalog row {label} ({source_name(reference['path'])})"),
+                    grid=grid)
     index = TableIndex(url, files, tuple(chosen), runs, len(order), ref, storage_options,
                        local)
     facts = {"seconds": seconds[order], "bounds": None if bounds is None else bounds[order],
@@ -669,7 +672,9 @@ def _check_row(index: TableIndex, columns: dict[str, list[Any]], row: int, label
     if crs != ref.crs:
         problems.append(f"CRS EPSG:{crs} != EPSG:{ref.crs}")
     problems += Sidecar.from_columns({k: columns[k][row] for k in sidecars.COLUMNS
-                                      if k in columns}, g.dtype).differences(ref.sidecar)
+                                      if k in columns}, g.dtype,
+                                     f"catalog row {label} ({source_name(path)})"
+                                     ).differences(ref.sidecar)
     if problems:
         raise RumiCatalogError(f"catalog row {label} ({source_name(path)}) cannot be stacked "
                                f"with the reference row: " + "; ".join(problems))

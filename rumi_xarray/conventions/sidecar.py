@@ -31,7 +31,7 @@ import pandas as pd
 from rumi_xarray import options
 from rumi_xarray.conventions.facts import COLUMNS as FACT_COLUMNS
 from rumi_xarray.conventions.facts import Facts, column_differences
-from rumi_xarray.errors import RumiFormatError, user_stacklevel
+from rumi_xarray.errors import RumiCatalogError, RumiFormatError, user_stacklevel
 from rumi_xarray.sources.location import locate
 from rumi_xarray.sources.redact import redact, redact_text
 from rumi_xarray.sources.transport import FsspecSource
@@ -124,7 +124,8 @@ class Sidecar:
                 "geotransform": self.geotransform}
 
     @classmethod
-    def from_columns(cls, row: Mapping[Any, Any] | pd.Series, dtype: Any) -> Sidecar:
+    def from_columns(cls, row: Mapping[Any, Any] | pd.Series, dtype: Any,
+                     where: str = "catalog row") -> Sidecar:
         """Return the sidecar columns of a catalog row.
 
         Parameters
@@ -133,12 +134,23 @@ class Sidecar:
         dtype : numpy dtype-like
             The row's stored sample type
             (:meth:`Facts.from_columns <rumi_xarray.conventions.facts.Facts.from_columns>`).
+        where : str
+            The row, named in errors.
 
         Returns
         -------
         Sidecar
+
+        Raises
+        ------
+        RumiCatalogError
+            A fact the open keywords would refuse too (``scale_factor`` 0, an
+            infinite ``add_offset``...).
         """
-        return cls(Facts.from_columns(row, dtype), *_georef(row))
+        try:
+            return cls(Facts.from_columns(row, dtype), *_georef(row))
+        except (ValueError, TypeError) as exc:
+            raise RumiCatalogError(f"{where}: {exc}") from None
 
     def differences(self, other: Sidecar) -> list[str]:
         """Return ``"<column> <mine> != <other's>"`` for every column that differs.

@@ -236,6 +236,7 @@ def catalog(sources_: str | os.PathLike[str] | Sequence[Any], *,
         meta = reads.info(src)
         found = (sidecars.read_sidecar(src, storage_options) if options.option("sidecar")
                  else Sidecar())
+        found.check_labels(meta, redact(source_text(src)))  # the row holds the file's labels
         return _row(source_text(src), meta, found)
 
     from rumi_xarray.progress import progress_map

@@ -9,10 +9,19 @@ file's sidecar with a stat and a read, a remote one with one GET (through
 fsspec, with the source's options), started early enough to overlap the
 file's own metadata reads (:func:`prefetch`).
 
-A sidecar is strict JSON: ``{"format": "rumi-xarray-sidecar", "version": 1,
+A sidecar is strict JSON: ``{"format": "rumi-xarray-sidecar", "version": 2,
 ...}`` with the facts spelled as :meth:`Facts.to_json
 <rumi_xarray.conventions.facts.Facts.to_json>` spells them, plus
 ``crs_wkt`` and ``geotransform`` (:data:`GEOREF_FACTS`) where needed.
+
+Version 2 adds what protects the answer (:mod:`rumi_xarray.conventions.digests`):
+``labels_digest``, the digest of the file's labels (band texts, times,
+georeferencing: its trailer, which librumi's frame checksums do not cover),
+checked against the file at every open that reads the sidecar; and
+``digest``, the digest of every other key, checked when the sidecar is read,
+so an edited sidecar raises instead of changing decoded values. Version 1
+sidecars (no digests) still read, their facts range-checked as open keywords
+are.
 """
 
 from __future__ import annotations
@@ -29,9 +38,15 @@ from typing import Any
 import pandas as pd
 
 from rumi_xarray import options
+from rumi_xarray.conventions.digests import digest, labels_digest
 from rumi_xarray.conventions.facts import COLUMNS as FACT_COLUMNS
 from rumi_xarray.conventions.facts import Facts, column_differences
-from rumi_xarray.errors import RumiCatalogError, RumiFormatError, user_stacklevel
+from rumi_xarray.errors import (
+    RumiCatalogError,
+    RumiFormatError,
+    RumiIntegrityError,
+    user_stacklevel,
+)
 from rumi_xarray.sources.location import locate
 from rumi_xarray.sources.redact import redact, redact_text
 from rumi_xarray.sources.transport import FsspecSource
@@ -40,7 +55,10 @@ from rumi_xarray.sources.transport import FsspecSource
 SIDECAR_SUFFIX = ".aux.json"
 #: Format marker and version written into every sidecar.
 SIDECAR_FORMAT = "rumi-xarray-sidecar"
-SIDECAR_VERSION = 1
+SIDECAR_VERSION = 2
+#: The keys of a sidecar that protect it: its labels' digest and its own.
+LABELS_DIGEST = "labels_digest"
+CONTENT_DIGEST = "digest"
 
 #: Georeferencing the Rumi format cannot hold: the full CRS (WKT2) of a CRS that is
 #: not exactly an EPSG one, and GDAL's GeoTransform text of a grid without an EPSG code.
@@ -63,15 +81,48 @@ class Sidecar:
         The full CRS (WKT2) of a CRS that is not exactly an EPSG one.
     geotransform : str or None
         GDAL's ``GeoTransform`` text of a grid whose CRS has no EPSG code.
+    labels_digest : str or None
+        The digest of the file's labels when it was written
+        (:func:`~rumi_xarray.conventions.digests.labels_digest`); not a
+        catalog column (a row has its own digest).
     """
 
     facts: Facts = field(default_factory=Facts)
     crs_wkt: str | None = None
     geotransform: str | None = None
+    labels_digest: str | None = None
 
     def __bool__(self) -> bool:
         """Return whether there is anything to record."""
-        return bool(self.facts) or bool(self.georef())
+        return bool(self.facts) or bool(self.georef()) or self.labels_digest is not None
+
+    def check_labels(self, meta: Any, where: str) -> None:
+        """Raise when the file's labels are not those recorded when it was written.
+
+        Parameters
+        ----------
+        meta : rumi.Metadata
+            The file's metadata, read with its source (labels included).
+        where : str
+            The file, named in the error.
+
+        Raises
+        ------
+        RumiIntegrityError
+            A band text, time, transform, CRS or the header differs from what
+            the writer recorded (a changed trailer).
+
+        Examples
+        --------
+        >>> Sidecar().check_labels(None, "scene.rumi")  # nothing recorded: nothing to check
+        """
+        if self.labels_digest is None:
+            return
+        if labels_digest(meta, where) != self.labels_digest:
+            raise RumiIntegrityError(
+                f"{where}: its labels (band texts, times, georeferencing or header) differ "
+                f"from those recorded in its sidecar when it was written: the file's "
+                f"trailer changed (corruption) or the sidecar belongs to another file")
 
     def georef(self) -> dict[str, str]:
         """Return ``crs_wkt`` and ``geotransform``, those known.
@@ -91,7 +142,8 @@ class Sidecar:
         -------
         dict
         """
-        return {**self.facts.to_json(), **self.georef()}
+        recorded = {} if self.labels_digest is None else {LABELS_DIGEST: self.labels_digest}
+        return {**self.facts.to_json(), **self.georef(), **recorded}
 
     @classmethod
     def from_json(cls, content: Mapping[str, Any]) -> Sidecar:
@@ -110,7 +162,10 @@ class Sidecar:
         ValueError
             A number that is not one.
         """
-        return cls(Facts.from_json(content), *_georef(content))
+        recorded = content.get(LABELS_DIGEST)
+        if recorded is not None and not isinstance(recorded, str):
+            raise ValueError(f"{LABELS_DIGEST} {recorded!r} is not a digest")
+        return cls(Facts.from_json(content), *_georef(content), labels_digest=recorded)
 
     def to_columns(self) -> dict[str, Any]:
         """Return the catalog row's sidecar columns (None where unknown).
@@ -238,10 +293,47 @@ def read_sidecar(source: Any, storage_options: Mapping[str, Any] | None = None,
     if not isinstance(content, dict) or content.get("format") != SIDECAR_FORMAT:
         raise RumiFormatError(f"{target}: not a rumi-xarray sidecar (no "
                               f"\"format\": \"{SIDECAR_FORMAT}\")")
+    _check_digest(content, target)
     try:
         return Sidecar.from_json(content)
     except ValueError as exc:
         raise RumiFormatError(f"{target}: not a valid sidecar: {exc}") from None
+
+
+def content_digest(content: Mapping[str, Any]) -> str:
+    """Return the digest a sidecar records of its content: every key but ``digest``.
+
+    Parameters
+    ----------
+    content : mapping
+        The sidecar's JSON object.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> content_digest({"format": "rumi-xarray-sidecar", "version": 2, "nodata": 0})[:7]
+    'sha256:'
+    """
+    return digest(content, sorted(k for k in content if k != CONTENT_DIGEST))
+
+
+def _check_digest(content: Mapping[str, Any], target: str) -> None:
+    """Raise when a sidecar's content is not what its writer recorded."""
+    recorded = content.get(CONTENT_DIGEST)
+    version = content.get("version")
+    if recorded is None:
+        if isinstance(version, int) and not isinstance(version, bool) and version < 2:
+            return  # written before sidecars recorded digests
+        raise RumiIntegrityError(f"{redact(target)}: the sidecar (version {version!r}) has "
+                                 f"no \"{CONTENT_DIGEST}\" of its content: it was edited or "
+                                 f"damaged; write it again (to_rumi, convert)")
+    if recorded != content_digest(content):
+        raise RumiIntegrityError(f"{redact(target)}: the sidecar's content differs from the "
+                                 f"digest its writer recorded: it was edited or damaged "
+                                 f"after it was written; write it again (to_rumi, convert)")
 
 
 def _locate(source: Any, storage_options: Mapping[str, Any] | None,
@@ -316,13 +408,20 @@ def _fetch(target: str, storage_options: Mapping[str, Any] | None,
     if locate(target).local:
         if not os.path.exists(target):
             return None
-        with open(target, encoding="utf-8") as f:
-            return f.read()
+        with open(target, "rb") as f:
+            content = f.read()
+        try:
+            return content.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise RumiFormatError(f"{target}: not a valid sidecar (not UTF-8 text: "
+                                  f"{exc})") from None
     try:
         return pending.future.result() if pending is not None else _get(target,
                                                                        storage_options)
     except FileNotFoundError:
         return None
+    except RumiFormatError:
+        raise  # read, but not a sidecar: never silently ignored
     except Exception as exc:  # fsspec backends raise their own types
         # An object store may answer 403 for a missing object (aiohttp, botocore and
         # OS errors alike), or serve something that is not text; a sidecar that
@@ -341,7 +440,12 @@ def _get(target: str, storage_options: Mapping[str, Any] | None) -> str | None:
 
     # cat_file is one GET (fsspec.open would first ask for the size: a HEAD).
     fs, path = fsspec.core.url_to_fs(target, **dict(storage_options or {}))
-    return bytes(fs.cat_file(path)).decode("utf-8")
+    content = bytes(fs.cat_file(path))
+    try:
+        return content.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RumiFormatError(f"{redact(target)}: not a valid sidecar (not UTF-8 text: "
+                              f"{exc})") from None
 
 
 def write_sidecar(path: str | os.PathLike[str], sidecar: Sidecar) -> str | None:
@@ -388,14 +492,25 @@ class SidecarUpdate:
         self.content = sidecar.to_json()
         self.temporary: str | None = None
 
-    def stage(self) -> None:
-        """Write the new sidecar to a temporary file beside the target."""
+    def stage(self, labels: str | None = None) -> None:
+        """Write the new sidecar to a temporary file beside the target.
+
+        Parameters
+        ----------
+        labels : str, optional
+            The digest of the labels of the file just written
+            (:func:`~rumi_xarray.conventions.digests.labels_digest`), known
+            only once it is written.
+        """
+        if labels is not None:
+            self.content[LABELS_DIGEST] = labels
         if not self.content:
             return
         directory = os.path.dirname(os.path.abspath(self.target))
         self.temporary = os.path.join(
             directory, f".{os.path.basename(self.target)}.{secrets.token_hex(6)}.tmp")
         content = {"format": SIDECAR_FORMAT, "version": SIDECAR_VERSION, **self.content}
+        content[CONTENT_DIGEST] = content_digest(content)
         try:
             with open(self.temporary, "w", encoding="utf-8") as f:
                 # Strict JSON (jq, JavaScript, other languages read it as is).

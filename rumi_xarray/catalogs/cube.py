@@ -24,7 +24,14 @@ from rumi_xarray.backend import (
     dataset,
 )
 from rumi_xarray.catalogs.index import GRIDS_HINT, epsg_label
-from rumi_xarray.catalogs.table import COLUMNS, catalog, cell, cell_list
+from rumi_xarray.catalogs.table import (
+    COLUMNS,
+    ROW_DIGEST,
+    catalog,
+    cell,
+    cell_list,
+    check_row,
+)
 from rumi_xarray.conventions import cf, georef
 from rumi_xarray.conventions.sidecar import Sidecar
 from rumi_xarray.errors import (
@@ -213,6 +220,7 @@ def open_catalog(table: pd.DataFrame | str | os.PathLike[str], *, chunks: Any = 
                                f"pyarrow Table) or the path of a Parquet table, got "
                                f"{type(table).__name__}")
     rows = table.reset_index(drop=True)
+    _check_digests(rows)
     if time is not None and not rows.empty and "time_seconds" in rows.columns:
         rows = _rows_in_time(rows, time)
     if rows.empty:
@@ -243,6 +251,18 @@ def open_catalog(table: pd.DataFrame | str | os.PathLike[str], *, chunks: Any = 
                                  "decode_times": decode_times})
     ds = ds.assign_coords(_extra_coords(rows, [g.time_count for g in grids]))
     return _finish(ds, time, bbox, chunks)
+
+
+def _check_digests(rows: pd.DataFrame) -> None:
+    """Raise naming the first row whose columns differ from its recorded digest.
+
+    Every row, before a time selection: a flipped bit may move a row into or out of it.
+    """
+    if ROW_DIGEST not in rows.columns:
+        return
+    present = [c for c in COLUMNS if c in rows.columns]
+    for i, record in enumerate(rows[present].to_dict("records")):
+        check_row(record, f"catalog row {i} ({source_name(record.get('path'))})")
 
 
 def _rows_in_time(rows: pd.DataFrame, time: Any) -> pd.DataFrame:

@@ -39,6 +39,7 @@ from typing import Any, overload
 import numpy as np
 import pandas as pd
 
+from rumi_xarray.catalogs.table import ROW_DIGEST, check_row
 from rumi_xarray.conventions import sidecar as sidecars
 from rumi_xarray.conventions.sidecar import Sidecar
 from rumi_xarray.errors import RumiCatalogError, RumiCatalogKeyError, RumiFileChangedError
@@ -57,6 +58,9 @@ UNIFORM = ("crs", "height", "width", "band_count", "time_count", "dtype", "tile_
 #: Columns a task reads to use and check a scene.
 ROW_COLUMNS = ("path", "header", "bands", "transform", "crs", "pixel_is_point",
                *sidecars.COLUMNS)
+#: The other columns a row's digest covers, read with it to check it
+#: (:func:`rumi_xarray.catalogs.table.check_row`).
+DIGEST_COLUMNS = ("time", "time_seconds", "time_bounds", ROW_DIGEST)
 
 
 @dataclass(frozen=True)
@@ -486,11 +490,13 @@ def open_index(url: str, *, storage_options: Mapping[str, Any] | None, time: Any
 
     # The reference row: the first scene in time order.
     ref_group = chosen[int(group_of[0])]
-    names = [c for c in (*ROW_COLUMNS, *UNIFORM, "time", "time_seconds", "time_bounds")
-             if c in schema.names]
+    names = [c for c in (*ROW_COLUMNS, *UNIFORM, *DIGEST_COLUMNS) if c in schema.names]
     ref_tab = metas[ref_group.file].read_row_group(ref_group.group, columns=names)
     cost.reference_bytes = int(ref_tab.nbytes)
     reference = {k: v[0] for k, v in ref_tab.slice(int(within[0]), 1).to_pydict().items()}
+    check_row(reference, f"catalog row {ref_group.start + int(within[0])} of "
+                         f"{file_label(url, files, ref_group.file)} "
+                         f"({source_name(reference['path'])})")
     for where, found in uniform:
         _uniform_check(found, reference, where)
     extra = _coords(metas, by_file, chosen, schema, coords, order, cost)
@@ -630,7 +636,8 @@ def _rows(index: TableIndex, group: int) -> _Rows:
         raise RumiFileChangedError(
             f"{where}: the catalog file changed since the cube was opened (its row groups "
             f"differ); open the catalog again")
-    names = [c for c in (*ROW_COLUMNS, *UNIFORM) if c in pf.schema_arrow.names]
+    names = [c for c in (*ROW_COLUMNS, *UNIFORM, *DIGEST_COLUMNS)
+             if c in pf.schema_arrow.names]
     table = pf.read_row_group(grp.group, columns=names)
     rows = _Rows(table.to_pydict())
     with _cache_lock:
@@ -647,6 +654,8 @@ def _check_row(index: TableIndex, columns: dict[str, list[Any]], row: int, label
     """Raise naming the row when it cannot join the cube of the reference row."""
     from rumi_xarray.native import reads
 
+    check_row({k: v[row] for k, v in columns.items()},
+              f"catalog row {label} ({source_name(path)})")
     ref = index.reference
     problems = []
     try:

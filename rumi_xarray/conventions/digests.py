@@ -84,7 +84,7 @@ def canonical(value: Any) -> Any:
     if isinstance(value, (bytes, bytearray, memoryview)):
         return {"hex": bytes(value).hex()}
     if isinstance(value, (dt.datetime, dt.date, np.datetime64, pd.Timestamp)):
-        stamp = pd.Timestamp(value)
+        stamp: Any = pd.Timestamp(value)  # NaT for a NaT datetime64
         return None if stamp is pd.NaT else int(stamp.value)
     if isinstance(value, Mapping):
         return {str(k): canonical(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}

@@ -222,7 +222,7 @@ def check_row(row: Mapping[Any, Any] | pd.Series, where: str) -> None:
             f"{where}: the row differs from the digest rx.catalog recorded in its "
             f"{ROW_DIGEST!r} column (a damaged or edited table: path, header, labels, "
             f"time or facts changed); rebuild it with rx.catalog, or, for a row changed on "
-            f"purpose, store rx.catalogs.table.row_digest(row) (or null) in that column")
+            f"purpose, store rumi_xarray.catalogs.table.row_digest(row) (or null) in that column")
 
 
 def row_digest(row: Mapping[Any, Any] | pd.Series) -> str:

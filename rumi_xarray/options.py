@@ -462,3 +462,8 @@ def _commit(change: _Change) -> None:
             for name in change.values:
                 older.values.pop(name, None)
         _changes.remove(change)
+    # Inside a block of this context, the call wins for the rest of the block too.
+    mine = _context.get()
+    if any(name in mine for name in change.values):
+        _context.set(MappingProxyType(
+            {**mine, **{k: v for k, v in change.values.items() if k in mine}}))

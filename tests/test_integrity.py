@@ -342,3 +342,13 @@ def test_a_call_outside_a_block_changes_the_process_values() -> None:
     finally:
         rx.set_options(progress=None)
     assert rx.get_options()["progress"] is None
+
+
+def test_a_call_inside_a_block_holds_for_the_rest_of_it_and_after() -> None:
+    with rx.set_options(progress=True):
+        rx.set_options(progress=False)
+        assert rx.get_options()["progress"] is False
+    try:
+        assert rx.get_options()["progress"] is False  # a call outside `with` stays
+    finally:
+        rx.set_options(progress=None)

@@ -38,6 +38,7 @@ from rumi_xarray.errors import (
     RumiCatalogError,
     RumiCatalogKeyError,
     RumiFileNotFoundError,
+    RumiIntegrityError,
     os_error,
     with_context,
 )
@@ -61,7 +62,7 @@ def _reading_table(name: str) -> Iterator[None]:
         raise os_error(RumiFileNotFoundError, errno.ENOENT,
                        f"{name}: no such catalog file (open_catalog reads the Parquet table "
                        f"written by rx.catalog(...).to_parquet(path))", name) from exc
-    except (RumiCatalogError, RumiCatalogKeyError):
+    except (RumiCatalogError, RumiCatalogKeyError, RumiIntegrityError):
         raise
     except OSError as exc:
         raise with_context(exc, f"{name}: cannot read the catalog", source=name) from exc

@@ -30,6 +30,7 @@ __all__ = [
     "RumiFormatError",
     "RumiHrefError",
     "RumiIOError",
+    "RumiIntegrityError",
     "RumiInternalError",
     "RumiMemoryError",
     "RumiSelectionError",
@@ -87,6 +88,15 @@ class RumiChecksumError(RumiIOError):
 
 class RumiFormatError(RumiError, ValueError):
     """The bytes are not a (valid) Rumi file, or a header does not index the file."""
+
+
+class RumiIntegrityError(RumiFormatError):
+    """What a file's labels, its sidecar or a catalog row say differs from what was recorded.
+
+    librumi checks frames only; rumi_xarray records digests of the labels (in
+    the sidecar), of the sidecar and of each catalog row when it writes them,
+    and raises this, naming the file or row, when one no longer matches.
+    """
 
 
 class RumiSelectionError(RumiError, IndexError):

@@ -31,6 +31,19 @@ option                    environment variable       meaning
                                                       (comma-separated entries)
 ========================  =========================  ===============================
 
+Under threads: a ``with`` block's values hold in the context that entered it
+(its thread, or its asyncio task: a :class:`contextvars.ContextVar`, as
+xarray's and dask's contexts should), whatever blocks other threads enter and
+leave meanwhile, and threads that entered no block (dask's pool threads
+running the tasks of a ``.compute()`` inside the block) see the values of the
+latest block still open. When the last block ends, the values from before the
+blocks are back, whatever order the blocks of different threads ended in. A
+call outside a ``with`` block changes the process's values.
+``verify``, ``threads`` and ``cache_bytes`` hold one value per process
+(librumi's settings and the one tile cache): a block changing one of them
+while a block of another thread holds it raises
+:class:`~rumi_xarray.errors.RumiSettingsError` instead of racing it.
+
 ``verify`` and ``threads`` are librumi process settings, fixed at the first
 decoded frame of a process; changing them afterwards raises
 :class:`~rumi_xarray.errors.RumiSettingsError`. ``threads`` is applied at
@@ -49,15 +62,18 @@ accepts unverified reads. ``RUMI_VERIFY=0`` keeps librumi's default, off.
 
 from __future__ import annotations
 
+import contextvars
 import math
 import os
 import sys
 import threading
+import weakref
 from collections.abc import Callable, Mapping
-from types import TracebackType
+from dataclasses import dataclass, field
+from types import MappingProxyType, TracebackType
 from typing import Any
 
-from rumi_xarray.errors import RumiSettingsValueError
+from rumi_xarray.errors import RumiSettingsError, RumiSettingsValueError
 
 __all__ = ["get_options", "set_options"]
 
@@ -82,8 +98,29 @@ _DEFAULTS: dict[str, Any] = {
 _TRUE = ("1", "true", "on", "yes")
 _FALSE = ("0", "false", "off", "no")
 
+#: Options with one value per process: librumi's settings and the one tile cache's size.
+PROCESS = frozenset({"verify", "threads", "cache_bytes"})
+
 _lock = threading.RLock()
+#: The process's values (environment, then calls outside ``with`` blocks).
 _values: dict[str, Any] | None = None
+
+
+@dataclass(eq=False)
+class _Change:
+    """One ``set_options`` call's values, in force from the call until its block ends."""
+
+    values: dict[str, Any]
+    thread: int = field(default_factory=threading.get_ident)
+    entered: bool = False
+
+
+#: Every change in force, oldest first: what threads that entered no block see (the
+#: latest change of each option). A block's change leaves when it ends, wherever it is.
+_changes: list[_Change] = []
+#: What the ``with`` blocks of this context (thread or asyncio task) set.
+_context: contextvars.ContextVar[Mapping[str, Any]] = contextvars.ContextVar(
+    "rumi_xarray_options", default=MappingProxyType({}))
 #: Options whose change must reach live state (cache size, librumi settings).
 _hooks: dict[str, Callable[[Any], None]] = {}
 #: Options applied to live state whenever they are set, changed or not (librumi's
@@ -233,8 +270,16 @@ def _load() -> dict[str, Any]:
         return _values
 
 
+def _latest(name: str) -> Any:
+    """Return the value of the latest change in force, or the process's (under ``_lock``)."""
+    for change in reversed(_changes):
+        if name in change.values:
+            return change.values[name]
+    return _load()[name]
+
+
 def get_options() -> Mapping[str, Any]:
-    """Return the current settings.
+    """Return the current settings (those of this context's ``with`` blocks first).
 
     Returns
     -------
@@ -244,6 +289,7 @@ def get_options() -> Mapping[str, Any]:
 
     Examples
     --------
+    >>> import rumi_xarray as rx
     >>> rx.get_options()["verify"]
     True
     >>> with rx.set_options(group_bytes=16 * 2**20):
@@ -251,7 +297,7 @@ def get_options() -> Mapping[str, Any]:
     16777216
     """
     with _lock:
-        return dict(_load())
+        return {name: option(name) for name in _DEFAULTS}
 
 
 def option(name: str) -> Any:
@@ -265,7 +311,12 @@ def option(name: str) -> Any:
     -------
     object
     """
-    return _load()[name]
+    if name not in PROCESS:
+        mine = _context.get()
+        if name in mine:
+            return mine[name]
+    with _lock:
+        return _latest(name)
 
 
 def from_environment(name: str) -> bool:
@@ -401,38 +452,83 @@ class set_options:  # noqa: N801  (named like xarray's set_options, used the sam
                 f"set_options: unknown option(s) {unknown}; valid options: "
                 f"{sorted(_DEFAULTS)}")
         checked = {name: _VALIDATE[name](name, value) for name, value in options.items()}
+        self._token: contextvars.Token[Mapping[str, Any]] | None = None
         with _lock:
-            values = _load()
-            self._old = {name: values[name] for name in checked}
+            here = threading.get_ident()
+            for name in sorted(PROCESS & set(checked)):
+                holder = next((c for c in _changes if c.entered and name in c.values
+                               and c.thread != here), None)
+                if holder is not None:
+                    raise RumiSettingsError(
+                        f"set_options({name}=...): a `with rx.set_options({name}=...)` block "
+                        f"of another thread is open; {name} has one value per process, so "
+                        f"blocks changing it cannot overlap across threads (set it once, "
+                        f"outside the threads)")
+            before = {name: _latest(name) for name in checked}
             for name, value in checked.items():
                 if name in _appliers:
                     _appliers[name](value, False)
-            self._apply(checked)
-
-    @staticmethod
-    def _apply(changes: Mapping[str, Any]) -> None:
-        values = _load()
-        for name, value in changes.items():
-            old = values[name]
-            if old == value:
-                continue
-            values[name] = value
-            hook = _hooks.get(name)
-            if hook is not None:
-                try:
-                    hook(value)
-                except Exception:
-                    values[name] = old
-                    raise
+            self._change = _Change(dict(checked))
+            _changes.append(self._change)
+            try:
+                _run_hooks(before)
+            except Exception:
+                _changes.remove(self._change)
+                raise
+        # A call never used as a `with` block changes the process's values when it is
+        # dropped (at once, for a call on a line of its own).
+        self._commit = weakref.finalize(self, _commit, self._change)
 
     def __enter__(self) -> set_options:
+        with _lock:
+            self._commit.detach()
+            self._change.entered = True
+        mine = {k: v for k, v in self._change.values.items() if k not in PROCESS}
+        self._token = _context.set(MappingProxyType({**_context.get(), **mine}))
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         with _lock:
-            self._apply(self._old)
-            for name, value in self._old.items():
+            before = {name: _latest(name) for name in self._change.values}
+            if self._change in _changes:
+                _changes.remove(self._change)
+            _run_hooks(before)
+            for name in self._change.values:
                 if name in _appliers:
-                    _appliers[name](value, True)
+                    _appliers[name](_latest(name), True)
+        if self._token is not None:
+            try:
+                _context.reset(self._token)
+            except ValueError:  # ended in another context than it began: undo its values
+                left = {k: v for k, v in _context.get().items()
+                        if k not in self._change.values}
+                _context.set(MappingProxyType(left))
 
+
+def _run_hooks(before: Mapping[str, Any]) -> None:
+    """Apply the options whose latest value changed to live state (under ``_lock``)."""
+    for name, old in before.items():
+        new = _latest(name)
+        hook = _hooks.get(name)
+        if hook is not None and new != old:
+            hook(new)
+
+
+def _commit(change: _Change) -> None:
+    """Make a call not used as a ``with`` block the process's values."""
+    with _lock:
+        if change.entered or change not in _changes:
+            return
+        at = _changes.index(change)
+        _load().update(change.values)
+        # Older changes of the same options no longer show: this one came later.
+        for older in _changes[:at]:
+            for name in change.values:
+                older.values.pop(name, None)
+        _changes.remove(change)
+    # Inside a block of this context, the call wins for the rest of the block too.
+    mine = _context.get()
+    if any(name in mine for name in change.values):
+        _context.set(MappingProxyType(
+            {**mine, **{k: v for k, v in change.values.items() if k in mine}}))

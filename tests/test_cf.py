@@ -108,7 +108,7 @@ def test_convert_keeps_nodata_scale_offset_units_and_decodes_like_rioxarray(
     code, stdout, err = convert("convert", tif, out, "--tile-size", "16")
     assert code == 0, err
     assert "nodata 0, scale_factor 0.0001, add_offset -0.1, units reflectance" in stdout
-    assert sidecar(out) == {"format": "rumi-xarray-sidecar", "version": 1, "nodata": 0,
+    assert sidecar(out) == {"format": "rumi-xarray-sidecar", "version": 2, "nodata": 0,
                             "scale_factor": 1e-4, "add_offset": -0.1, "units": "reflectance"}
     np.testing.assert_array_equal(read(out)[0], reflectance())  # stored packed, as uint16
     assert stored_dtype(out) == np.uint16
@@ -159,7 +159,7 @@ def test_decoded_values_on_request(tif: Path, tmp_path: Path) -> None:
     assert stored_dtype(out) == np.float32
     facts = sidecar(out)
     assert np.isnan(facts.pop("nodata"))
-    assert facts == {"format": "rumi-xarray-sidecar", "version": 1, "units": "reflectance"}
+    assert facts == {"format": "rumi-xarray-sidecar", "version": 2, "units": "reflectance"}
     back = rx.open_dataset(out).band_data
     np.testing.assert_array_equal(back.values[0], peer.values)
     assert np.isnan(back.rio.nodata)
@@ -238,8 +238,10 @@ def test_a_nan_nodata_sidecar_is_strict_json(tmp_path: Path) -> None:
     ds = rx.open_dataset(out)
     assert np.isnan(ds.band_data.rio.nodata)
     np.testing.assert_array_equal(ds.band_data.isel(time=0).values, peer.values)
-    # Sidecars written before hold a bare NaN, which Python's json reads: they still open.
-    Path(f"{out}.aux.json").write_text(text.replace('"nan"', "NaN"))
+    # Sidecars written before (version 1, no digests) hold a bare NaN, which Python's json
+    # reads: they still open.
+    old = {k: v for k, v in strict_json(text).items() if "digest" not in k} | {"version": 1}
+    Path(f"{out}.aux.json").write_text(json.dumps(old).replace('"nan"', "NaN"))
     assert "NaN" in Path(f"{out}.aux.json").read_text()
     again = rx.open_dataset(out)
     assert np.isnan(again.band_data.rio.nodata)
@@ -260,7 +262,8 @@ def test_a_stale_sidecar_is_removed_and_a_new_one_replaces_it(tif: Path, tmp_pat
     plain = xr.DataArray(np.ones((1, 1, 4, 4), np.uint8), dims=("time", "band", "y", "x"),
                          coords={"time": [np.datetime64("2024-01-01", "ns")]})
     to_rumi(plain, out)
-    assert not Path(f"{out}.aux.json").exists()  # the old facts would mislabel the new data
+    # The old facts would mislabel the new data: the new sidecar holds none (its digests only).
+    assert sidecar(out) == {"format": "rumi-xarray-sidecar", "version": 2}
     assert "_FillValue" not in rx.open_dataset(out).band_data.encoding
     write_array(out, np.zeros((1, 1, 4, 4), np.int16), bands=["a"], time=["2024-01-01"],
                 nodata=-1, units="mm")
@@ -292,7 +295,7 @@ def test_open_keywords_for_files_written_elsewhere(tmp_path: Path) -> None:
     data = reflectance(2, (1, 2, 10, 12))
     path = tmp_path / "elsewhere.rumi"
     write_array(path, data, bands=["a", "b"], time=["2024-01-01"], tile_size=8)
-    assert not Path(f"{path}.aux.json").exists()
+    assert sidecar(path) == {"format": "rumi-xarray-sidecar", "version": 2}  # no facts
     ds = xr.open_dataset(path, engine="rumi", nodata=0, scale_factor=1e-4, add_offset=-0.1,
                          units="reflectance")
     want = np.where(data == 0, np.nan, data.astype(np.float32) * np.float32(1e-4)

@@ -111,11 +111,11 @@ def check_decoded(values: np.ndarray, data: np.ndarray, nodata: Any) -> None:
 def test_sidecar_json(files, name, dtype, nodata, in_json, in_stac) -> None:
     path, data = files[name]
     sidecar = Path(f"{path}.aux.json")
+    content = strict_json(sidecar.read_text())  # every file written has one (its digests)
+    assert content["format"] == "rumi-xarray-sidecar"
     if nodata is None:
-        assert not sidecar.exists()  # nothing to record: no sidecar at all
+        assert "nodata" not in content  # nothing to record
     else:
-        content = strict_json(sidecar.read_text())
-        assert content["format"] == "rumi-xarray-sidecar"
         assert same(content["nodata"], in_json)
     assert np.dtype(rumi.info(source=os.fspath(path)).dtype.name) == np.dtype(dtype)
     raw = xr.open_dataset(path, engine="rumi", mask_and_scale=False).band_data
@@ -278,17 +278,26 @@ def test_a_sidecar_number_that_is_not_one_is_a_format_error(files, tmp_path: Pat
         xr.open_dataset(path, engine="rumi", sidecar=other)
     other.write_text(json.dumps({"format": "rumi-xarray-sidecar", "version": 1,
                                  "nodata": "-9999", "scale_factor": "+Inf"}))
+    # What scale_factor= refuses as a keyword is refused from a sidecar too.
+    with pytest.raises(rx.RumiFormatError,
+                       match=r"other\.json.*scale_factor inf must be a finite number"):
+        xr.open_dataset(path, engine="rumi", sidecar=other)
+    other.write_text(json.dumps({"format": "rumi-xarray-sidecar", "version": 1,
+                                 "nodata": "-9999", "scale_factor": "2"}))
     attrs = xr.open_dataset(path, engine="rumi", sidecar=other,
                             mask_and_scale=False).band_data.attrs
-    assert attrs["_FillValue"] == -9999 and attrs["scale_factor"] == np.inf
+    assert attrs["_FillValue"] == -9999 and attrs["scale_factor"] == 2
 
 
 # --- the codec's round trips, as properties -----------------------------------------
 
 numbers = st.floats(allow_nan=True, allow_infinity=True, width=64)
 nodata_values = st.one_of(st.none(), numbers, st.integers(-(2**63), 2**64 - 1))
-facts = st.builds(Facts, nodata=nodata_values, scale=st.one_of(st.none(), numbers),
-                  offset=st.one_of(st.none(), numbers),
+#: Scales and offsets the one validation accepts (finite; a scale other than 0).
+finite = st.floats(allow_nan=False, allow_infinity=False, width=64)
+facts = st.builds(Facts, nodata=nodata_values,
+                  scale=st.one_of(st.none(), finite.filter(lambda v: v != 0)),
+                  offset=st.one_of(st.none(), finite),
                   units=st.one_of(st.none(), st.text(min_size=1, max_size=8)),
                   decoded_dtype=st.sampled_from([None, "float32", "float64"]))
 

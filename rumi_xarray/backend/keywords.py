@@ -14,7 +14,6 @@ and the file.
 from __future__ import annotations
 
 import errno
-import math
 import numbers
 import os
 from collections.abc import Iterable, Mapping
@@ -22,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from rumi_xarray.conventions.facts import fact_problem
 from rumi_xarray.errors import (
     RumiArgumentError,
     RumiArgumentTypeError,
@@ -143,14 +143,12 @@ def check(filename_or_obj: Any, *, band_as_variable: Any = False, mask_and_scale
         raise _error(RumiArgumentTypeError, name, "storage_options", storage_options,
                      "must be a dict of fsspec options")
     _number(name, "nodata", nodata, text_ok=True)
-    scale = _number(name, "scale_factor", scale_factor, text_ok=False)
-    if scale is not None and (scale == 0 or not math.isfinite(scale)):
-        raise _error(RumiArgumentError, name, "scale_factor", scale_factor,
-                     "must be a finite number other than 0")
-    offset = _number(name, "add_offset", add_offset, text_ok=False)
-    if offset is not None and not math.isfinite(offset):
-        raise _error(RumiArgumentError, name, "add_offset", add_offset,
-                     "must be a finite number")
+    for keyword, value in (("scale_factor", scale_factor), ("add_offset", add_offset)):
+        number = _number(name, keyword, value, text_ok=False)
+        # The same check a sidecar's, a catalog row's or a STAC Item's fact passes.
+        problem = None if number is None else fact_problem(keyword, number)
+        if problem is not None:
+            raise _error(RumiArgumentError, name, keyword, value, problem)
     if units is not None and not isinstance(units, str):
         raise _error(RumiArgumentTypeError, name, "units", units,
                      "must be a string (e.g. '1' or 'reflectance')")

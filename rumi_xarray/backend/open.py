@@ -84,6 +84,7 @@ def open_rumi(filename_or_obj: Any, *, drop_variables: str | Iterable[str] | Non
     found = cf.source_facts(scene.source, sidecar=sidecar, storage_options=storage_options,
                             nodata=nodata, scale_factor=scale_factor, add_offset=add_offset,
                             units=units, dtype=grid.dtype, where=scene.name, pending=pending)
+    found.check_labels(meta, scene.name)  # librumi checks frames, not the trailer's labels
     facts = cf.cf_attributes(found.facts, grid.dtype, scene.name)
     labels = dataset.CubeLabels.from_metadata(meta, scene.name)
     transform, crs, pixel_is_point = georef.with_sidecar(

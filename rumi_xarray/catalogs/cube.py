@@ -25,13 +25,23 @@ from rumi_xarray.backend import (
     dataset,
 )
 from rumi_xarray.catalogs.index import GRIDS_HINT, epsg_label
-from rumi_xarray.catalogs.table import COLUMNS, catalog, cell, cell_list, check_row, check_times
+from rumi_xarray.catalogs.table import (
+    COLUMNS,
+    ROW_DIGEST,
+    catalog,
+    cell,
+    cell_list,
+    check_row,
+    check_row_digest,
+    check_times,
+)
 from rumi_xarray.conventions import cf, decoding, georef
 from rumi_xarray.conventions.sidecar import Sidecar
 from rumi_xarray.errors import (
     RumiCatalogError,
     RumiCatalogKeyError,
     RumiFileNotFoundError,
+    RumiIntegrityError,
     os_error,
     with_context,
 )
@@ -56,7 +66,7 @@ def _reading_table(name: str) -> Iterator[None]:
         raise os_error(RumiFileNotFoundError, errno.ENOENT,
                        f"{name}: no such catalog file (open_catalog reads the Parquet table "
                        f"written by rx.catalog(...).to_parquet(path))", name) from exc
-    except (RumiCatalogError, RumiCatalogKeyError):
+    except (RumiCatalogError, RumiCatalogKeyError, RumiIntegrityError):
         raise
     except OSError as exc:
         raise with_context(exc, f"{name}: cannot read the catalog", source=name) from exc
@@ -95,8 +105,10 @@ def _check(rows: pd.DataFrame, grids: list[Grid]) -> None:
         if cell(row.get("crs")) != cell(ref.get("crs")):
             problems.append(f"CRS {epsg_label(row.get('crs'))} != "
                             f"{epsg_label(ref.get('crs'))}")
-        problems += Sidecar.from_columns(row, g.dtype).differences(
-            Sidecar.from_columns(ref, g0.dtype))
+        problems += Sidecar.from_columns(
+            row, g.dtype, f"catalog row {int(row['_row'])} ({source_name(row['path'])})"
+        ).differences(Sidecar.from_columns(
+            ref, g0.dtype, f"catalog row {ref_row} ({source_name(ref['path'])})"))
         if problems:
             raise RumiCatalogError(
                 f"catalog row {int(row['_row'])} ({source_name(row['path'])}) cannot be "
@@ -234,6 +246,7 @@ def open_catalog(table: pd.DataFrame | str | os.PathLike[str], *, chunks: Any = 
                                f"pyarrow Table) or the path of a Parquet table, got "
                                f"{type(table).__name__}")
     rows = table.reset_index(drop=True)
+    _check_digests(rows)
     if time is not None and not rows.empty and "time_seconds" in rows.columns:
         rows = _rows_in_time(rows, time)
     if rows.empty:
@@ -269,6 +282,18 @@ def open_catalog(table: pd.DataFrame | str | os.PathLike[str], *, chunks: Any = 
                        decoders={"decode_times": decode_times}, mask_and_scale=mask_and_scale)
     ds = ds.assign_coords(_extra_coords(rows, [g.time_count for g in grids]))
     return _finish(ds, time, bbox, chunks)
+
+
+def _check_digests(rows: pd.DataFrame) -> None:
+    """Raise naming the first row whose columns differ from its recorded digest.
+
+    Every row, before a time selection: a flipped bit may move a row into or out of it.
+    """
+    if ROW_DIGEST not in rows.columns:
+        return
+    present = [c for c in COLUMNS if c in rows.columns]
+    for i, record in enumerate(rows[present].to_dict("records")):
+        check_row_digest(record, f"catalog row {i} ({source_name(record.get('path'))})")
 
 
 def _rows_in_time(rows: pd.DataFrame, time: Any) -> pd.DataFrame:
@@ -462,8 +487,8 @@ def _labels(rows: pd.DataFrame, grid: Grid) -> dataset.CubeLabels:
     ref = rows.iloc[0]
     transform = cell_list(ref.get("transform"))
     pip = cell(ref.get("pixel_is_point"))
-    found = Sidecar.from_columns(ref, grid.dtype)
     where = f"catalog row {ref['_row']}"
+    found = Sidecar.from_columns(ref, grid.dtype, f"{where} ({source_name(ref['path'])})")
     attrs = cf.cf_attributes(found.facts, grid.dtype, where)
     crs = cell(ref.get("crs"))
     grid_transform, grid_crs, point = georef.with_sidecar(

@@ -47,7 +47,7 @@ import pandas as pd
 from rumi_xarray import options
 from rumi_xarray.catalogs import identity
 from rumi_xarray.catalogs.identity import FileIdentity
-from rumi_xarray.catalogs.table import SECONDS_RANGE, check_row
+from rumi_xarray.catalogs.table import ROW_DIGEST, SECONDS_RANGE, check_row, check_row_digest
 from rumi_xarray.conventions import sidecar as sidecars
 from rumi_xarray.conventions.sidecar import Sidecar
 from rumi_xarray.errors import RumiCatalogError, RumiCatalogKeyError, RumiFileChangedError
@@ -68,6 +68,9 @@ UNIFORM = ("crs", "height", "width", "band_count", "time_count", "dtype", "tile_
 #: Columns a task reads to use and check a scene.
 ROW_COLUMNS = ("path", "header", "time_seconds", "bands", "transform", "crs", "pixel_is_point",
                *sidecars.COLUMNS)
+#: The other columns a row's digest covers, read with it to check it
+#: (:func:`rumi_xarray.catalogs.table.check_row`).
+DIGEST_COLUMNS = ("time", "time_seconds", "time_bounds", ROW_DIGEST)
 
 
 @dataclass(frozen=True)
@@ -557,11 +560,13 @@ def _open_index(url: str, *, storage_options: Mapping[str, Any] | None, time: An
 
     # The reference row: the first scene in time order.
     ref_group = chosen[int(group_of[0])]
-    names = [c for c in (*ROW_COLUMNS, *UNIFORM, "time", "time_seconds", "time_bounds")
-             if c in schema.names]
+    names = [c for c in (*ROW_COLUMNS, *UNIFORM, *DIGEST_COLUMNS) if c in schema.names]
     ref_tab = metas[ref_group.file].read_row_group(ref_group.group, columns=names)
     cost.reference_bytes = int(ref_tab.nbytes)
     reference = {k: v[0] for k, v in ref_tab.slice(int(within[0]), 1).to_pydict().items()}
+    check_row_digest(reference, f"catalog row {ref_group.start + int(within[0])} of "
+                                f"{file_label(url, files, ref_group.file)} "
+                                f"({source_name(reference['path'])})")
     for where, found in uniform:
         _uniform_check(found, reference, where)
     extra = _coords(metas, by_file, chosen, schema, coords, order, cost)
@@ -578,7 +583,10 @@ def _open_index(url: str, *, storage_options: Mapping[str, Any] | None, time: An
                     transform=None if reference.get("transform") is None
                     else tuple(float(v) for v in reference["transform"]),
                     crs=reference.get("crs"),
-                    sidecar=Sidecar.from_columns(reference, grid.dtype), grid=grid)
+                    sidecar=Sidecar.from_columns(
+                        reference, grid.dtype,
+                        f"catalog row {label} ({source_name(reference['path'])})"),
+                    grid=grid)
     hrefs = table_hrefs(url, storage_options, files)
     index = TableIndex(url, files, tuple(chosen), runs, len(order), ref, storage_options,
                        local, tuple(identities), hrefs)
@@ -703,7 +711,8 @@ def _rows(index: TableIndex, group: int) -> _Rows:
             raise RumiFileChangedError(
                 f"{where}: the catalog file changed since the cube was opened (its row "
                 f"groups differ); open the catalog again")
-        names = [c for c in (*ROW_COLUMNS, *UNIFORM) if c in pf.schema_arrow.names]
+        names = [c for c in (*ROW_COLUMNS, *UNIFORM, *DIGEST_COLUMNS)
+                 if c in pf.schema_arrow.names]
         columns: dict[str, list[Any]] = pf.read_row_group(grp.group, columns=names).to_pydict()
         return columns
 
@@ -723,6 +732,8 @@ def _check_row(index: TableIndex, columns: dict[str, list[Any]], row: int, label
     """Raise naming the row when it cannot join the cube of the reference row."""
     from rumi_xarray.native import reads
 
+    check_row_digest({k: v[row] for k, v in columns.items()},
+                     f"catalog row {label} ({source_name(path)})")
     ref = index.reference
     problems = []
     try:
@@ -751,7 +762,9 @@ def _check_row(index: TableIndex, columns: dict[str, list[Any]], row: int, label
     if crs != ref.crs:
         problems.append(f"CRS EPSG:{crs} != EPSG:{ref.crs}")
     problems += Sidecar.from_columns({k: columns[k][row] for k in sidecars.COLUMNS
-                                      if k in columns}, g.dtype).differences(ref.sidecar)
+                                      if k in columns}, g.dtype,
+                                     f"catalog row {label} ({source_name(path)})"
+                                     ).differences(ref.sidecar)
     if problems:
         raise RumiCatalogError(f"catalog row {label} ({source_name(path)}) cannot be stacked "
                                f"with the reference row: " + "; ".join(problems))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import errno
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import unquote
@@ -22,10 +22,17 @@ import pandas as pd
 
 from rumi_xarray import options
 from rumi_xarray.conventions import sidecar as sidecars
+from rumi_xarray.conventions.digests import digest
 from rumi_xarray.conventions.facts import is_null
 from rumi_xarray.conventions.sidecar import Sidecar
 from rumi_xarray.conventions.time import time_seconds
-from rumi_xarray.errors import RumiCatalogError, RumiFileNotFoundError, os_error
+from rumi_xarray.errors import (
+    RumiCatalogError,
+    RumiFileNotFoundError,
+    RumiIntegrityError,
+    os_error,
+)
+from rumi_xarray.model.cube import source_name
 from rumi_xarray.model.grid import Grid
 from rumi_xarray.native import reads
 from rumi_xarray.sources import resolve
@@ -34,12 +41,19 @@ from rumi_xarray.sources.redact import redact
 from rumi_xarray.sources.transport import FsspecSource
 
 #: Catalog columns, in order. Times are POSIX seconds so Parquet round trips
-#: them exactly; ``time`` (first step) is a convenience for filtering. The last
+#: them exactly; ``time`` (first step) is a convenience for filtering. Then
 #: seven are the sidecar's (:data:`rumi_xarray.conventions.sidecar.COLUMNS`, null
-#: when unknown; NaN and null as :mod:`rumi_xarray.conventions.facts` says).
-COLUMNS = ("path", "header", "time", "time_seconds", "time_bounds", "bands", "transform",
-           "crs", "pixel_is_point", "time_count", "band_count", "height", "width", "dtype",
-           "tile_height", "tile_width", "frame_layout", *sidecars.COLUMNS)
+#: when unknown; NaN and null as :mod:`rumi_xarray.conventions.facts` says), and
+#: the last is the row's digest (:data:`ROW_DIGEST`).
+DIGESTED = ("path", "header", "time", "time_seconds", "time_bounds", "bands", "transform",
+            "crs", "pixel_is_point", "time_count", "band_count", "height", "width", "dtype",
+            "tile_height", "tile_width", "frame_layout", *sidecars.COLUMNS)
+#: The column holding the digest of every other catalog column of its row
+#: (:func:`rumi_xarray.conventions.digests.digest` of :data:`DIGESTED`): Parquet as
+#: pandas writes it has no page checksums, and a flipped bit must not move a scene in
+#: time or change its facts silently.
+ROW_DIGEST = "row_digest"
+COLUMNS = (*DIGESTED, ROW_DIGEST)
 
 
 def _expand(sources_: str | os.PathLike[str] | Sequence[Any],
@@ -151,8 +165,9 @@ def catalog_row(path: Any, header: bytes, grid: Grid, seconds: Sequence[int],
     Returns
     -------
     dict
+        With its :data:`ROW_DIGEST`.
     """
-    return {
+    row = {
         "path": path,
         "header": bytes(header),
         "time": pd.Timestamp(int(seconds[0]), unit="s") if len(seconds) else pd.NaT,
@@ -172,6 +187,61 @@ def catalog_row(path: Any, header: bytes, grid: Grid, seconds: Sequence[int],
         "frame_layout": grid.frame_layout,
         **sidecar.to_columns(),
     }
+    row[ROW_DIGEST] = row_digest(row)
+    return row
+
+
+def check_row_digest(row: Mapping[Any, Any] | pd.Series, where: str) -> None:
+    """Raise when a catalog row is not what :func:`catalog` recorded in its digest.
+
+    Rows without a digest (tables built before rows had one, or by other
+    tools) are not checked. A row changed on purpose gets a new digest from
+    :func:`row_digest` (or a null one).
+
+    Parameters
+    ----------
+    row : mapping
+        Column name -> value (a dict, a pandas Series, an Arrow row).
+    where : str
+        The row, named in the error.
+
+    Raises
+    ------
+    RumiIntegrityError
+        The row's columns differ from its digest.
+
+    Examples
+    --------
+    >>> check_row_digest({"path": "a.rumi"}, "catalog row 0")  # no digest: nothing to check
+    """
+    recorded = cell(row.get(ROW_DIGEST))
+    if recorded is None:
+        return
+    if recorded != row_digest(row):
+        raise RumiIntegrityError(
+            f"{where}: the row differs from the digest rx.catalog recorded in its "
+            f"{ROW_DIGEST!r} column (a damaged or edited table: path, header, labels, "
+            f"time or facts changed); rebuild it with rx.catalog, or, for a row changed on "
+            f"purpose, store rumi_xarray.catalogs.table.row_digest(row) (or null) in that column")
+
+
+def row_digest(row: Mapping[Any, Any] | pd.Series) -> str:
+    """Return the digest of a catalog row's columns (:data:`DIGESTED`).
+
+    Parameters
+    ----------
+    row : mapping
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> row_digest({"path": "a.rumi"})[:7]
+    'sha256:'
+    """
+    return digest(dict(row), DIGESTED)
 
 
 def source_text(src: Any) -> str | bytes:
@@ -245,6 +315,7 @@ def catalog(sources_: str | os.PathLike[str] | Sequence[Any], *,
         meta = reads.info(src)
         found = (sidecars.read_sidecar(src, storage_options) if options.option("sidecar")
                  else Sidecar())
+        found.check_labels(meta, source_name(source_text(src)))  # the row holds the file's labels
         return _row(source_text(src), meta, found)
 
     from rumi_xarray.progress import progress_map

@@ -58,6 +58,7 @@ __all__ = [
     "Facts",
     "column_differences",
     "declared_type",
+    "fact_problem",
     "gdal_decoded_type",
     "is_null",
     "nodata_sample",
@@ -112,6 +113,52 @@ def _number(value: Any, *, exact: bool = False) -> int | float:
     if isinstance(value, (int, float, np.integer, np.floating)):
         return float(value)
     raise ValueError(f"{value!r} is not a number")
+
+
+def fact_problem(key: str, value: Any) -> str | None:
+    """Return what is wrong with one fact's value, or None: the one check of every source.
+
+    Open keywords, sidecars, catalog rows and STAC ``raster:bands`` all pass
+    their facts through it (keywords directly, the others as :class:`Facts`
+    are built), so a value refused as a keyword is refused from a file too.
+    Whether a nodata fits the samples depends on their type
+    (:func:`nodata_sample`).
+
+    Parameters
+    ----------
+    key : str
+        A JSON / column name (:data:`COLUMNS`).
+    value : object
+        The value, not None.
+
+    Returns
+    -------
+    str or None
+        ``"must be ..."``, or None when the value can be used.
+
+    Examples
+    --------
+    >>> fact_problem("scale_factor", 0.0)
+    'must be a finite number other than 0'
+    >>> fact_problem("add_offset", -0.1) is None
+    True
+    """
+    if key in ("nodata", "scale_factor", "add_offset"):
+        try:
+            number = float(_number(value))
+        except (ValueError, TypeError, OverflowError):
+            return "must be a number"
+        if key == "scale_factor" and (number == 0 or not math.isfinite(number)):
+            return "must be a finite number other than 0"
+        if key == "add_offset" and not math.isfinite(number):
+            return "must be a finite number"
+        return None
+    if key == "units":
+        return None if isinstance(value, str) else "must be a string"
+    if key == "decoded_dtype":
+        return (None if value in ("float32", "float64")
+                else "must be 'float32' or 'float64'")
+    return None
 
 
 def _comparable(value: Any) -> Any:
@@ -183,16 +230,20 @@ class Facts:
     decoded_dtype: str | None = None
 
     def __post_init__(self) -> None:
-        if self.nodata is not None:
-            object.__setattr__(self, "nodata", _number(self.nodata, exact=True))
-        for name in ("scale", "offset"):
+        # Every source of facts (keywords, sidecars, catalog rows, STAC) builds a Facts: the
+        # one validation (fact_problem) runs here, so no source can pass what another refuses.
+        for key, name in _FIELDS.items():
             value = getattr(self, name)
-            if value is not None:
-                object.__setattr__(self, name, _number(value))
-        for name in ("units", "decoded_dtype"):
-            value = getattr(self, name)
-            if value is not None:
-                object.__setattr__(self, name, str(value))
+            if value is None:
+                continue
+            if name in ("units", "decoded_dtype"):
+                value = str(value)
+            problem = fact_problem(key, value)
+            if problem is not None:
+                raise ValueError(f"{key} {value!r} {problem}")
+            if name in _NUMBERS:
+                value = _number(value, exact=name == "nodata")
+            object.__setattr__(self, name, value)
 
     # --- comparison -------------------------------------------------------------
 

@@ -9,10 +9,19 @@ file's sidecar with a stat and a read, a remote one with one GET (through
 fsspec, with the source's options), started early enough to overlap the
 file's own metadata reads (:func:`prefetch`).
 
-A sidecar is strict JSON: ``{"format": "rumi-xarray-sidecar", "version": 1,
+A sidecar is strict JSON: ``{"format": "rumi-xarray-sidecar", "version": 2,
 ...}`` with the facts spelled as :meth:`Facts.to_json
 <rumi_xarray.conventions.facts.Facts.to_json>` spells them, plus
 ``crs_wkt`` and ``geotransform`` (:data:`GEOREF_FACTS`) where needed.
+
+Version 2 adds what protects the answer (:mod:`rumi_xarray.conventions.digests`):
+``labels_digest``, the digest of the file's labels (band texts, times,
+georeferencing: its trailer, which librumi's frame checksums do not cover),
+checked against the file at every open that reads the sidecar; and
+``digest``, the digest of every other key, checked when the sidecar is read,
+so an edited sidecar raises instead of changing decoded values. Version 1
+sidecars (no digests) still read, their facts range-checked as open keywords
+are.
 """
 
 from __future__ import annotations
@@ -28,9 +37,17 @@ from typing import Any
 import pandas as pd
 
 from rumi_xarray import options
+from rumi_xarray.conventions.digests import digest, labels_digest
 from rumi_xarray.conventions.facts import COLUMNS as FACT_COLUMNS
 from rumi_xarray.conventions.facts import Facts, column_differences
-from rumi_xarray.errors import RumiError, RumiFormatError, RumiIOError, with_context
+from rumi_xarray.errors import (
+    RumiCatalogError,
+    RumiError,
+    RumiFormatError,
+    RumiIntegrityError,
+    RumiIOError,
+    with_context,
+)
 from rumi_xarray.sources import retry
 from rumi_xarray.sources.location import locate
 from rumi_xarray.sources.redact import redact
@@ -40,7 +57,10 @@ from rumi_xarray.sources.transport import FsspecSource
 SIDECAR_SUFFIX = ".aux.json"
 #: Format marker and version written into every sidecar.
 SIDECAR_FORMAT = "rumi-xarray-sidecar"
-SIDECAR_VERSION = 1
+SIDECAR_VERSION = 2
+#: The keys of a sidecar that protect it: its labels' digest and its own.
+LABELS_DIGEST = "labels_digest"
+CONTENT_DIGEST = "digest"
 
 #: Georeferencing the Rumi format cannot hold: the full CRS (WKT2) of a CRS that is
 #: not exactly an EPSG one, and GDAL's GeoTransform text of a grid without an EPSG code.
@@ -63,15 +83,48 @@ class Sidecar:
         The full CRS (WKT2) of a CRS that is not exactly an EPSG one.
     geotransform : str or None
         GDAL's ``GeoTransform`` text of a grid whose CRS has no EPSG code.
+    labels_digest : str or None
+        The digest of the file's labels when it was written
+        (:func:`~rumi_xarray.conventions.digests.labels_digest`); not a
+        catalog column (a row has its own digest).
     """
 
     facts: Facts = field(default_factory=Facts)
     crs_wkt: str | None = None
     geotransform: str | None = None
+    labels_digest: str | None = None
 
     def __bool__(self) -> bool:
         """Return whether there is anything to record."""
-        return bool(self.facts) or bool(self.georef())
+        return bool(self.facts) or bool(self.georef()) or self.labels_digest is not None
+
+    def check_labels(self, meta: Any, where: str) -> None:
+        """Raise when the file's labels are not those recorded when it was written.
+
+        Parameters
+        ----------
+        meta : rumi.Metadata
+            The file's metadata, read with its source (labels included).
+        where : str
+            The file, named in the error.
+
+        Raises
+        ------
+        RumiIntegrityError
+            A band text, time, transform, CRS or the header differs from what
+            the writer recorded (a changed trailer).
+
+        Examples
+        --------
+        >>> Sidecar().check_labels(None, "scene.rumi")  # nothing recorded: nothing to check
+        """
+        if self.labels_digest is None:
+            return
+        if labels_digest(meta, where) != self.labels_digest:
+            raise RumiIntegrityError(
+                f"{where}: its labels (band texts, times, georeferencing or header) differ "
+                f"from those recorded in its sidecar when it was written: the file's "
+                f"trailer changed (corruption) or the sidecar belongs to another file")
 
     def georef(self) -> dict[str, str]:
         """Return ``crs_wkt`` and ``geotransform``, those known.
@@ -91,7 +144,8 @@ class Sidecar:
         -------
         dict
         """
-        return {**self.facts.to_json(), **self.georef()}
+        recorded = {} if self.labels_digest is None else {LABELS_DIGEST: self.labels_digest}
+        return {**self.facts.to_json(), **self.georef(), **recorded}
 
     @classmethod
     def from_json(cls, content: Mapping[str, Any]) -> Sidecar:
@@ -110,7 +164,10 @@ class Sidecar:
         ValueError
             A number that is not one.
         """
-        return cls(Facts.from_json(content), *_georef(content))
+        recorded = content.get(LABELS_DIGEST)
+        if recorded is not None and not isinstance(recorded, str):
+            raise ValueError(f"{LABELS_DIGEST} {recorded!r} is not a digest")
+        return cls(Facts.from_json(content), *_georef(content), labels_digest=recorded)
 
     def to_columns(self) -> dict[str, Any]:
         """Return the catalog row's sidecar columns (None where unknown).
@@ -124,7 +181,8 @@ class Sidecar:
                 "geotransform": self.geotransform}
 
     @classmethod
-    def from_columns(cls, row: Mapping[Any, Any] | pd.Series, dtype: Any) -> Sidecar:
+    def from_columns(cls, row: Mapping[Any, Any] | pd.Series, dtype: Any,
+                     where: str = "catalog row") -> Sidecar:
         """Return the sidecar columns of a catalog row.
 
         Parameters
@@ -133,12 +191,23 @@ class Sidecar:
         dtype : numpy dtype-like
             The row's stored sample type
             (:meth:`Facts.from_columns <rumi_xarray.conventions.facts.Facts.from_columns>`).
+        where : str
+            The row, named in errors.
 
         Returns
         -------
         Sidecar
+
+        Raises
+        ------
+        RumiCatalogError
+            A fact the open keywords would refuse too (``scale_factor`` 0, an
+            infinite ``add_offset``...).
         """
-        return cls(Facts.from_columns(row, dtype), *_georef(row))
+        try:
+            return cls(Facts.from_columns(row, dtype), *_georef(row))
+        except (ValueError, TypeError) as exc:
+            raise RumiCatalogError(f"{where}: {exc}") from None
 
     def differences(self, other: Sidecar) -> list[str]:
         """Return ``"<column> <mine> != <other's>"`` for every column that differs.
@@ -229,10 +298,47 @@ def read_sidecar(source: Any, storage_options: Mapping[str, Any] | None = None,
     if not isinstance(content, dict) or content.get("format") != SIDECAR_FORMAT:
         raise RumiFormatError(f"{target}: not a rumi-xarray sidecar (no "
                               f"\"format\": \"{SIDECAR_FORMAT}\")")
+    _check_digest(content, target)
     try:
         return Sidecar.from_json(content)
     except ValueError as exc:
         raise RumiFormatError(f"{target}: not a valid sidecar: {exc}") from None
+
+
+def content_digest(content: Mapping[str, Any]) -> str:
+    """Return the digest a sidecar records of its content: every key but ``digest``.
+
+    Parameters
+    ----------
+    content : mapping
+        The sidecar's JSON object.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> content_digest({"format": "rumi-xarray-sidecar", "version": 2, "nodata": 0})[:7]
+    'sha256:'
+    """
+    return digest(content, sorted(k for k in content if k != CONTENT_DIGEST))
+
+
+def _check_digest(content: Mapping[str, Any], target: str) -> None:
+    """Raise when a sidecar's content is not what its writer recorded."""
+    recorded = content.get(CONTENT_DIGEST)
+    version = content.get("version")
+    if recorded is None:
+        if isinstance(version, int) and not isinstance(version, bool) and version < 2:
+            return  # written before sidecars recorded digests
+        raise RumiIntegrityError(f"{redact(target)}: the sidecar (version {version!r}) has "
+                                 f"no \"{CONTENT_DIGEST}\" of its content: it was edited or "
+                                 f"damaged; write it again (to_rumi, convert)")
+    if recorded != content_digest(content):
+        raise RumiIntegrityError(f"{redact(target)}: the sidecar's content differs from the "
+                                 f"digest its writer recorded: it was edited or damaged "
+                                 f"after it was written; write it again (to_rumi, convert)")
 
 
 def _locate(source: Any, storage_options: Mapping[str, Any] | None,
@@ -393,14 +499,25 @@ class SidecarUpdate:
         self.content = sidecar.to_json()
         self.temporary: str | None = None
 
-    def stage(self) -> None:
-        """Write the new sidecar to a temporary file beside the target."""
+    def stage(self, labels: str | None = None) -> None:
+        """Write the new sidecar to a temporary file beside the target.
+
+        Parameters
+        ----------
+        labels : str, optional
+            The digest of the labels of the file just written
+            (:func:`~rumi_xarray.conventions.digests.labels_digest`), known
+            only once it is written.
+        """
+        if labels is not None:
+            self.content[LABELS_DIGEST] = labels
         if not self.content:
             return
         directory = os.path.dirname(os.path.abspath(self.target))
         self.temporary = os.path.join(
             directory, f".{os.path.basename(self.target)}.{secrets.token_hex(6)}.tmp")
         content = {"format": SIDECAR_FORMAT, "version": SIDECAR_VERSION, **self.content}
+        content[CONTENT_DIGEST] = content_digest(content)
         try:
             with open(self.temporary, "w", encoding="utf-8") as f:
                 # Strict JSON (jq, JavaScript, other languages read it as is).

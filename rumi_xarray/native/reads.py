@@ -83,6 +83,10 @@ def info(source: Any, header: bytes | None = None, *, opaque: bool = False) -> A
         raise os_error(RumiFileNotFoundError, errno.ENOENT, f"{name}: no such file", name)
     try:
         meta = _info(source, header)
+    except OverflowError as exc:
+        # rumi's Python side decodes the trailer's times: a damaged one can overflow there.
+        raise RumiFormatError(f"{name}: not a readable Rumi file (its labels cannot be "
+                              f"decoded: {exc})") from exc
     except NATIVE_ERRORS as exc:
         cause = None if opaque else exc
         if header is not None and "does not match" in str(exc):

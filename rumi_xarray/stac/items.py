@@ -63,13 +63,13 @@ import pandas as pd
 
 from rumi_xarray.catalogs.table import cell, cell_list
 from rumi_xarray.conventions.bands import BandCoords, first_repeat
-from rumi_xarray.conventions.facts import Facts
 from rumi_xarray.conventions.georef import (
     corner_transform,
     crs_fields,
     parse_geotransform,
     shift_half_pixel,
 )
+from rumi_xarray.conventions.sidecar import Sidecar
 from rumi_xarray.errors import RumiCatalogError, RumiCatalogKeyError
 from rumi_xarray.model.cube import source_name
 
@@ -285,7 +285,7 @@ def item_from_row(row: Mapping[Any, Any], item_id: str, *, row_number: int | Non
             center_wavelength=None if math.isnan(wavelength) else float(wavelength),
             description=text if text != name else None))
     EOExtension.ext(asset, add_if_missing=True).apply(bands=eo_bands)
-    band = Facts.from_columns(row, grid.dtype).to_raster_band(grid.dtype)
+    band = Sidecar.from_columns(row, grid.dtype, where).facts.to_raster_band(grid.dtype)
     raster = [RasterBand.create(**band) for _ in texts]
     RasterExtension.ext(asset, add_if_missing=True).apply(bands=raster)
     return item

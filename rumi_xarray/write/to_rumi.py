@@ -28,6 +28,7 @@ import xarray as xr
 
 from rumi_xarray import progress as progress_bars
 from rumi_xarray.conventions import cf
+from rumi_xarray.conventions.digests import labels_digest
 from rumi_xarray.conventions.facts import Facts
 from rumi_xarray.conventions.sidecar import Sidecar, SidecarUpdate, sidecar_path
 from rumi_xarray.errors import (
@@ -39,6 +40,7 @@ from rumi_xarray.errors import (
     input_error,
     with_context,
 )
+from rumi_xarray.native import reads
 from rumi_xarray.native.files import write_file
 from rumi_xarray.native.frames import (
     DEFAULT_CODEC,
@@ -180,7 +182,9 @@ def write_array(path: str | os.PathLike[str], data: Any, *, bands: Sequence[str]
             payloads = _compress_all(data, specs, compress, progress, target)
             header = write_file(temporary, table, payloads, bands=bands, time=time,
                                 transform=transform, crs=crs, pixel_is_point=pixel_is_point)
-            sidecar.stage()
+            # The labels as a reader will decode them from the written trailer: librumi's
+            # frame checksums do not cover them, the sidecar's digest does.
+            sidecar.stage(labels_digest(reads.info(temporary), target))
         except RumiError:
             sidecar.discard()
             raise

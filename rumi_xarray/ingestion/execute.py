@@ -28,12 +28,17 @@ def active_client(client: Any) -> Any:
 
     Parameters
     ----------
-    client : distributed.Client, optional
+    client : distributed.Client or str, optional
+        A client, or a scheduler's address (``tcp://host:8786``) to connect to.
 
     Returns
     -------
     distributed.Client or None
     """
+    if isinstance(client, str):
+        from distributed import Client
+
+        return Client(client)
     if client is not None:
         return client
     try:
@@ -63,8 +68,9 @@ def run(tasks: Sequence[Task], on_done: Callable[[Outcome], None], *, client: An
     tasks : sequence of Task
     on_done : callable
         Called with every :class:`Outcome`, failed ones included.
-    client : distributed.Client, optional
-        Run on this cluster (else the active client, else local processes).
+    client : distributed.Client or str, optional
+        Run on this cluster, or the scheduler at this address (else the active
+        client, else local processes).
     max_workers : int, optional
         Local processes; ``0`` runs every task in this process, one after
         another (for debugging). Default: the machine's cores.
@@ -85,7 +91,11 @@ def run(tasks: Sequence[Task], on_done: Callable[[Outcome], None], *, client: An
 
         cluster = active_client(client)
         if cluster is not None:
-            _distributed(cluster, tasks, done, retries, verify)
+            try:
+                _distributed(cluster, tasks, done, retries, verify)
+            finally:
+                if isinstance(client, str):  # connected here: closed here
+                    cluster.close()
         elif max_workers == 0:
             for task in tasks:
                 done(_attempts(task, verify, retries))

@@ -288,7 +288,7 @@ def expand_files(sources: str | os.PathLike[str] | Sequence[Any],
 
 
 def file_time(href: str, rule: Any, position: int) -> str | tuple[str, str] | None:
-    """Return a file's time by the caller's rule, or None to use the file's own tags.
+    r"""Return a file's time by the caller's rule, or None to use the file's own tags.
 
     Parameters
     ----------
@@ -366,7 +366,7 @@ def iso_time(value: Any, where: str) -> Any:
         stamp_ = pd.Timestamp(value)
     except (ValueError, TypeError) as exc:
         raise RumiArgumentError(f"{redact(where)}: {value!r} is not a time ({exc})") from None
-    if stamp_ is pd.NaT or pd.isna(stamp_):
+    if pd.isna(stamp_):
         raise RumiArgumentError(f"{redact(where)}: {value!r} is not a time")
     if stamp_.tzinfo is not None:
         stamp_ = stamp_.tz_convert("UTC").tz_localize(None)
@@ -430,8 +430,8 @@ def load_items(sources: Any) -> list[dict[str, Any]]:
     if isinstance(sources, (str, os.PathLike)):
         path = os.fspath(sources)
         if path.lower().endswith((".parquet", ".geoparquet")):
+            import pyarrow.parquet as pq  # type: ignore[import-untyped]
             import stac_geoparquet.arrow
-            import pyarrow.parquet as pq
 
             table = pq.read_table(path)
             items = list(stac_geoparquet.arrow.stac_table_to_items(table))
@@ -520,7 +520,7 @@ def _asset_grid(item: Mapping[str, Any], asset: Mapping[str, Any]) -> str:
 
 def _grid_label(item: Mapping[str, Any], asset: Mapping[str, Any]) -> str:
     props = item.get("properties") or {}
-    transform = asset.get("proj:transform") or props.get("proj:transform")
+    transform: Any = asset.get("proj:transform") or props.get("proj:transform")
     res = abs(float(transform[0]))
     return f"{res:g}m" if res >= 1 else f"{res:g}"
 
@@ -567,7 +567,7 @@ def item_groups(item: Mapping[str, Any], bands: Sequence[str] | None,
         by_grid.setdefault(grid, []).append(key)
     several = len(by_grid) > 1
     out = []
-    for grid, members in by_grid.items():
+    for members in by_grid.values():
         label = _grid_label(item, assets[members[0]]) if several else ""
         inputs = tuple(Input(str(assets[k]["href"]), _asset_band(assets[k]), k)
                        for k in members)

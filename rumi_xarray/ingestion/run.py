@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import os
-from time import perf_counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from time import perf_counter
 from typing import Any
 
 from rumi_xarray.errors import RumiArgumentError, RumiError, RumiIngestError
@@ -93,7 +93,7 @@ def ingest(sources: Any, out: str | os.PathLike[str], *, bands: Sequence[Any] | 
            retries: int = 2, verify: bool = False, dry_run: bool = False,
            errors: str = "raise", storage_options: Mapping[str, Any] | None = None,
            progress: bool | None = None) -> IngestReport:
-    """Turn GeoTIFFs, COGs, netCDF or STAC Items into Rumi files plus one catalog.
+    r"""Turn GeoTIFFs, COGs, netCDF or STAC Items into Rumi files plus one catalog.
 
     Planned here, run on a dask.distributed cluster (``client=`` or the active
     client) or in local processes: one task per output. Outputs whose
@@ -141,8 +141,10 @@ def ingest(sources: Any, out: str | os.PathLike[str], *, bands: Sequence[Any] | 
         geozl recipe (default: :func:`rumi_xarray.to_rumi`'s).
     frame : str, optional
         Frame layout (default: ``"plane"`` for scenes, ``"cell"`` for series).
-    client : distributed.Client, optional
-        Run on this cluster; default: the active client, else local processes.
+    client : distributed.Client or str, optional
+        Run on this cluster (or the scheduler at this address,
+        ``"tcp://host:8786"``); default: the active client, else local
+        processes.
     max_workers : int, optional
         Local processes (default: the machine's cores); 0 runs here.
     retries : int, default 2
@@ -343,7 +345,7 @@ def _stamps(tasks: Sequence[Task], storage_options: Mapping[str, Any] | None
 
 
 def _stamp_or_missing(href: str, storage_options: Mapping[str, Any] | None) -> planning.Stamp:
-    """A missing source plans as unknown: its task fails and is named, the rest go on."""
+    """Return a source's stamp; a missing one plans as unknown (its task fails, named)."""
     try:
         return planning.stamp(href, storage_options)
     except RumiError:

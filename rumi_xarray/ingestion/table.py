@@ -48,7 +48,7 @@ class CatalogFolder:
 
     def recorded(self) -> dict[str, str]:
         """Return output path -> the key recorded for it (the newest row wins)."""
-        import pyarrow.parquet as pq
+        import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
         keys: dict[str, str] = {}
         for part in self.parts():

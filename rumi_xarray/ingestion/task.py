@@ -102,7 +102,7 @@ def run_task(task: Task, verify: bool = False) -> Outcome:
     if verify:
         _verify(task.output, data)
         verified = True
-    row = catalog([task.output], max_workers=1).iloc[0].to_dict()
+    row = {str(k): v for k, v in catalog([task.output], max_workers=1).iloc[0].items()}
     sidecar = f"{task.output}.aux.json"
     bytes_out = os.path.getsize(task.output) + (os.path.getsize(sidecar)
                                                 if os.path.exists(sidecar) else 0)
@@ -212,7 +212,7 @@ def _nodata(da: xr.DataArray) -> Any:
 def _common_grid(parts: Sequence[xr.DataArray], resolution: Any, resampling: str
                  ) -> list[xr.DataArray]:
     """Reproject every part onto the grid of the first at ``resolution`` (rioxarray/GDAL)."""
-    from rasterio.enums import Resampling
+    from rasterio.enums import Resampling  # type: ignore[import-untyped]
 
     try:
         method = Resampling[resampling]

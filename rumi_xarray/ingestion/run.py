@@ -215,8 +215,9 @@ def ingest(sources: Any, out: str | os.PathLike[str], *, bands: Sequence[Any] | 
     table = CatalogFolder(os.path.join(folder, "catalog.parquet"))
     recorded = table.recorded()
     todo = [t for t in tasks if recorded.get(t.output) != t.key or not os.path.exists(t.output)]
+    doing = {t.output for t in todo}
     report = IngestReport(catalog=table.path, planned=len(tasks), tasks=tasks,
-                          skipped=[t.output for t in tasks if t not in todo])
+                          skipped=[t.output for t in tasks if t.output not in doing])
     report.plan_seconds = perf_counter() - started
     if dry_run:
         report.written = [t.output for t in todo]

@@ -50,6 +50,7 @@ if TYPE_CHECKING:  # what __getattr__ imports on first use, for type checkers
     from rumi_xarray.backend.open import open_dataset
     from rumi_xarray.catalogs.cube import open_catalog, open_catalog_grids, open_mfdataset
     from rumi_xarray.catalogs.table import catalog
+    from rumi_xarray.ingestion.run import IngestReport, ingest
     from rumi_xarray.native.stats import stats
     from rumi_xarray.stac.items import to_stac
     from rumi_xarray.stac.load import open_stac
@@ -66,6 +67,8 @@ _LAZY = {
     "open_stac": "rumi_xarray.stac.load",
     "to_rumi": "rumi_xarray.write.to_rumi",
     "write_array": "rumi_xarray.write.to_rumi",
+    "ingest": "rumi_xarray.ingestion.run",
+    "IngestReport": "rumi_xarray.ingestion.run",
     "stats": "rumi_xarray.native.stats",
     "cache_info": "rumi_xarray.backend.cache",
     "clear_cache": "rumi_xarray.backend.cache",
@@ -78,6 +81,7 @@ _LAZY = {
 
 __all__ = [
     "Explanation",
+    "IngestReport",
     "RumiBackendEntrypoint",
     "cache_info",
     "catalog",
@@ -85,6 +89,7 @@ __all__ = [
     "explain",
     "explain_chips",
     "get_options",
+    "ingest",
     "open_catalog",
     "open_catalog_grids",
     "open_dataset",

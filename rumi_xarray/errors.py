@@ -30,6 +30,7 @@ __all__ = [
     "RumiFormatError",
     "RumiHrefError",
     "RumiIOError",
+    "RumiIngestError",
     "RumiIntegrityError",
     "RumiInternalError",
     "RumiMemoryError",
@@ -172,6 +173,23 @@ class RumiVerificationError(RumiSettingsError):
     stop with this error instead of returning unverified samples, until the
     user accepts them (``rx.set_options(verify=False)``).
     """
+
+
+class RumiIngestError(RumiError, RuntimeError):
+    """Some outputs of :func:`rumi_xarray.ingest` failed; the others are written and catalogued.
+
+    Attributes
+    ----------
+    report : rumi_xarray.ingestion.IngestReport
+        What the run did, ``report.failed`` naming each failed output and why.
+    """
+
+    def __init__(self, message: str, report: object = None) -> None:
+        super().__init__(message)
+        self.report = report
+
+    def __reduce__(self) -> tuple[type, tuple[str, object]]:
+        return (type(self), (str(self), self.report))
 
 
 class RumiInternalError(RumiError, RuntimeError):

@@ -63,6 +63,7 @@ DASK_MODULES = frozenset({
     "rumi_xarray.dask.config",
     "rumi_xarray.stac.graph",
     "rumi_xarray.write.batches",
+    "rumi_xarray.ingestion.execute",
 })
 #: Third-party top-level packages -> the only modules allowed to import them.
 NAMED_OWNERS = {"dask": DASK_MODULES, "distributed": DASK_MODULES}
@@ -72,8 +73,8 @@ NAMED_OWNERS = {"dask": DASK_MODULES, "distributed": DASK_MODULES}
 #: folder of ``rumi_xarray``; ``__init__`` is the package itself (the public API), with
 #: ``__main__`` (``python -m rumi_xarray``, which only calls the CLI).
 LAYERS = ["formatting", "sources", "errors", "options", "model", "dask", "native",
-          "conventions", "progress", "write", "backend", "catalogs", "stac", "torch", "demo",
-          "cli", "__init__"]
+          "conventions", "progress", "write", "backend", "catalogs", "stac", "ingestion",
+          "torch", "demo", "cli", "__init__"]
 #: The one upward import allowed, (lower layer, higher layer): a source's errors are
 #: RumiErrors, and errors redact sources.
 ALLOWED_UPWARD = frozenset({("sources", "errors")})

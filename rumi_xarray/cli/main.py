@@ -17,10 +17,10 @@ import os
 import sys
 from collections.abc import Sequence
 
-from rumi_xarray.cli import catalog, convert, demo, info, stac
+from rumi_xarray.cli import catalog, convert, demo, info, ingest, stac
 from rumi_xarray.cli.common import PROG, CommandError, UsageError
 
-COMMANDS = (info, convert, catalog, demo, stac)
+COMMANDS = (info, convert, catalog, ingest, demo, stac)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -418,7 +418,12 @@ class ItemGroup:
 
 
 def load_items(sources: Any) -> list[dict[str, Any]]:
-    """Return STAC Items as dicts, with absolute asset hrefs.
+    """Return STAC Items as dicts, their asset hrefs resolved and judged.
+
+    Relative hrefs resolve against the Items file (or the Item's own ``self``
+    link), and hrefs of Items read from a remote location follow the one
+    href policy (:mod:`rumi_xarray.sources.hrefs`): no local files, no
+    loopback or private hosts, unless ``allowed_hrefs`` says so.
 
     Parameters
     ----------
@@ -428,60 +433,58 @@ def load_items(sources: Any) -> list[dict[str, Any]]:
     Returns
     -------
     list of dict
+
+    Raises
+    ------
+    RumiHrefError
+        An asset href is refused (naming the Item and the asset).
     """
+    from rumi_xarray.stac.parse import catalog_hrefs
+
     if isinstance(sources, (str, os.PathLike)):
         path = os.fspath(sources)
-        if path.lower().endswith((".parquet", ".geoparquet")):
+        hrefs = catalog_hrefs(path, folder=os.path.isdir(path))
+        if path.lower().endswith((".parquet", ".geoparquet")) or os.path.isdir(path):
             import pyarrow.parquet as pq  # type: ignore[import-untyped]
             import stac_geoparquet.arrow
 
             table = pq.read_table(path)
-            items = list(stac_geoparquet.arrow.stac_table_to_items(table))
-            return [_absolute(dict(item), path) for item in items]
+            return [_followed(dict(item), hrefs)
+                    for item in stac_geoparquet.arrow.stac_table_to_items(table)]
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
         features = data.get("features", [data]) if isinstance(data, dict) else data
-        return [_absolute(dict(item), path) for item in features]
-    if hasattr(sources, "to_dict") and hasattr(sources, "items"):  # an ItemCollection
-        return [_item_dict(item) for item in sources.items]
-    return [_item_dict(item) for item in sources]
+        return [_followed(dict(item), hrefs) for item in features]
+    listed = sources.items if hasattr(sources, "to_dict") and hasattr(sources, "items") \
+        else sources
+    out = []
+    for item in ([listed] if isinstance(listed, Mapping) else listed):
+        if isinstance(item, Mapping):
+            data, where = dict(item), _self_href(item)
+        else:  # a pystac Item: its own self link locates its relative hrefs
+            data, where = item.to_dict(transform_hrefs=False), item.get_self_href()
+        out.append(_followed(data, catalog_hrefs(where)))
+    return out
 
 
-def _item_dict(item: Any) -> dict[str, Any]:
-    if isinstance(item, Mapping):
-        return dict(item)
-    data = item.to_dict(transform_hrefs=False)
-    self_href = item.get_self_href()
-    for key, asset in item.assets.items():
-        data["assets"][key]["href"] = asset.get_absolute_href() or asset.href
-    return _absolute(data, self_href) if self_href else data
+def _self_href(item: Mapping[str, Any]) -> str | None:
+    for link in item.get("links") or []:
+        if isinstance(link, Mapping) and link.get("rel") == "self" and link.get("href"):
+            return str(link["href"])
+    return None
 
 
-def _absolute(item: dict[str, Any], base: str) -> dict[str, Any]:
-    """Resolve an Item's relative asset hrefs against the file (or URL) it was read from."""
+def _followed(item: dict[str, Any], hrefs: Any) -> dict[str, Any]:
+    """Return ``item`` with every asset href resolved and judged by its catalog's rules."""
     assets = {}
     for key, asset in (item.get("assets") or {}).items():
         asset = dict(asset)
-        href = str(asset.get("href", ""))
-        if href and not locate(href).url and not os.path.isabs(href):
-            if locate(base).url:
-                asset["href"] = _join_url(base.rsplit("/", 1)[0], href)
-            else:
-                asset["href"] = os.path.normpath(
-                    os.path.join(os.path.dirname(os.path.abspath(base)), href))
+        if asset.get("href") is not None:
+            asset["href"] = hrefs.follow(asset["href"],
+                                         f"STAC item {item.get('id')!r} (asset {key!r})")
         assets[key] = asset
     item["assets"] = assets
     return item
-
-
-def _join_url(root: str, href: str) -> str:
-    parts = root.split("/")
-    for piece in href.split("/"):
-        if piece == "..":
-            parts.pop()
-        elif piece not in ("", "."):
-            parts.append(piece)
-    return "/".join(parts)
 
 
 def item_time(item: Mapping[str, Any]) -> str | tuple[str, str]:

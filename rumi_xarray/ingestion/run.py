@@ -290,6 +290,8 @@ def _are_items(sources: Any) -> bool:
         return True
     if isinstance(sources, Mapping):
         return True
+    if isinstance(sources, (str, os.PathLike)) or not hasattr(sources, "__iter__"):
+        return False
     try:
         first = next(iter(sources))
     except (TypeError, StopIteration):

@@ -168,7 +168,7 @@ def test_stac_items_on_two_grids_give_one_file_per_grid_and_bad_items_are_named(
     os.remove(folder / "S2A_20240531_B04.tif")
     items += [broken, missing]
     path = folder / "items.json"
-    path.write_text(json.dumps({"type": "FeatureCollection", "features": items[:2] + items[3:]}))
+    path.write_text(json.dumps({"type": "FeatureCollection", "features": items}))
     out = tmp_path / "out"
     report = rx.ingest(str(path), out, max_workers=0, retries=0, errors="report")
     names = sorted(os.path.basename(p) for p in report.written)
@@ -177,7 +177,8 @@ def test_stac_items_on_two_grids_give_one_file_per_grid_and_bad_items_are_named(
                      "S2A_20240511_10m.rumi", "S2A_20240511_20m.rumi",
                      "S2A_20240521_20m.rumi", "S2A_20240531_20m.rumi"]
     failed = {os.path.basename(k): v for k, v in report.failed.items()}
-    assert set(failed) == {"S2A_20240521_10m.rumi", "S2A_20240531_10m.rumi"}
+    assert set(failed) == {"S2A_20240521_10m.rumi", "S2A_20240531_10m.rumi", "Item S2A_nodate"}
+    assert "has no datetime" in failed["Item S2A_nodate"]
     assert "S2A_20240521_B08.tif" in failed["S2A_20240521_10m.rumi"]
     assert "S2A_20240531_B04.tif" in failed["S2A_20240531_10m.rumi"]
     ten = xr.open_dataset(out / "S2A_20240501_10m.rumi", engine="rumi", mask_and_scale=False)
@@ -187,9 +188,10 @@ def test_stac_items_on_two_grids_give_one_file_per_grid_and_bad_items_are_named(
         ten["band_data"].isel(time=0, band=1).values,
         rioxarray.open_rasterio(folder / "S2A_20240501_B08.tif").isel(band=0).values)
     assert ten["time"].values[0] == np.datetime64("2024-05-01T10:30:00")
-    # An Item without a datetime is refused at planning, by name.
-    with pytest.raises(rx.RumiCatalogError, match="S2A_nodate"):
-        rx.ingest([items[2]], tmp_path / "nodate", max_workers=0)
+    # Alone, an Item without a datetime is refused by name, typed.
+    (folder / "nodate.json").write_text(json.dumps(items[2]))
+    with pytest.raises(rx.RumiIngestError, match=r"S2A_nodate.*no datetime"):
+        rx.ingest(str(folder / "nodate.json"), tmp_path / "nodate", max_workers=0)
     # A common grid: every band at 20 m in one file, as GDAL's average resampling gives.
     (folder / "one.json").write_text(json.dumps(items[0]))
     common = rx.ingest(str(folder / "one.json"), tmp_path / "common", resolution=20,

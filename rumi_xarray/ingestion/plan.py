@@ -31,7 +31,12 @@ from urllib.parse import urlsplit
 import numpy as np
 import pandas as pd
 
-from rumi_xarray.errors import RumiArgumentError, RumiCatalogError, RumiFileNotFoundError
+from rumi_xarray.errors import (
+    RumiArgumentError,
+    RumiCatalogError,
+    RumiError,
+    RumiFileNotFoundError,
+)
 from rumi_xarray.sources.location import locate
 from rumi_xarray.sources.redact import redact
 
@@ -417,7 +422,7 @@ class ItemGroup:
     step: Step
 
 
-def load_items(sources: Any) -> list[dict[str, Any]]:
+def load_items(sources: Any, problems: dict[str, str] | None = None) -> list[dict[str, Any]]:
     """Return STAC Items as dicts, their asset hrefs resolved and judged.
 
     Relative hrefs resolve against the Items file (or the Item's own ``self``
@@ -429,6 +434,9 @@ def load_items(sources: Any) -> list[dict[str, Any]]:
     ----------
     sources : Item, ItemCollection, sequence of Items or dicts, or a path
         A JSON file (an Item or a FeatureCollection) or a stac-geoparquet table.
+    problems : dict, optional
+        Where to record Items whose hrefs are refused (``"Item <id>"`` -> why),
+        leaving them out, so one bad Item does not stop the others.
 
     Returns
     -------
@@ -437,7 +445,8 @@ def load_items(sources: Any) -> list[dict[str, Any]]:
     Raises
     ------
     RumiHrefError
-        An asset href is refused (naming the Item and the asset).
+        An asset href is refused (naming the Item and the asset), when
+        ``problems`` is not given.
     """
     from rumi_xarray.stac.parse import catalog_hrefs
 
@@ -449,21 +458,34 @@ def load_items(sources: Any) -> list[dict[str, Any]]:
             import stac_geoparquet.arrow
 
             table = pq.read_table(path)
-            return [_followed(dict(item), hrefs)
-                    for item in stac_geoparquet.arrow.stac_table_to_items(table)]
+            return _all_followed(((dict(item), hrefs) for item in
+                                  stac_geoparquet.arrow.stac_table_to_items(table)), problems)
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
         features = data.get("features", [data]) if isinstance(data, dict) else data
-        return [_followed(dict(item), hrefs) for item in features]
+        return _all_followed(((dict(item), hrefs) for item in features), problems)
     listed = sources.items if hasattr(sources, "to_dict") and hasattr(sources, "items") \
         else sources
-    out = []
+    pairs = []
     for item in ([listed] if isinstance(listed, Mapping) else listed):
         if isinstance(item, Mapping):
             data, where = dict(item), _self_href(item)
         else:  # a pystac Item: its own self link locates its relative hrefs
             data, where = item.to_dict(transform_hrefs=False), item.get_self_href()
-        out.append(_followed(data, catalog_hrefs(where)))
+        pairs.append((data, catalog_hrefs(where)))
+    return _all_followed(pairs, problems)
+
+
+def _all_followed(pairs: Iterable[tuple[dict[str, Any], Any]],
+                  problems: dict[str, str] | None) -> list[dict[str, Any]]:
+    out = []
+    for item, hrefs in pairs:
+        try:
+            out.append(_followed(item, hrefs))
+        except RumiError as exc:
+            if problems is None:
+                raise
+            problems[f"Item {item.get('id')}"] = f"{type(exc).__name__}: {exc}"
     return out
 
 

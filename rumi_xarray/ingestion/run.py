@@ -207,7 +207,13 @@ def ingest(sources: Any, out: str | os.PathLike[str], *, bands: Sequence[Any] | 
         "resolution": resolution, "resampling": resampling if resolution is not None else None,
         "layout": layout, "period": period,
     }
-    steps = _steps(sources, bands, time, resolution is not None, storage_options)
+    # Items that cannot be planned (no datetime, a missing asset, a refused href) are
+    # named in the report; the others go on.
+    unplanned: dict[str, str] = {}
+    steps = _steps(sources, bands, time, resolution is not None, storage_options, unplanned)
+    if not steps and unplanned:
+        raise RumiIngestError(f"no Item could be planned: {_listed(unplanned)}",
+                              IngestReport(catalog="", failed=unplanned))
     tasks = _tasks(steps, folder, layout, period, params)
     stamps = _stamps(tasks, storage_options)
     tasks = [replace(t, stamps=stamps[t.output],
@@ -217,7 +223,8 @@ def ingest(sources: Any, out: str | os.PathLike[str], *, bands: Sequence[Any] | 
     todo = [t for t in tasks if recorded.get(t.output) != t.key or not os.path.exists(t.output)]
     doing = {t.output for t in todo}
     report = IngestReport(catalog=table.path, planned=len(tasks), tasks=tasks,
-                          skipped=[t.output for t in tasks if t.output not in doing])
+                          skipped=[t.output for t in tasks if t.output not in doing],
+                          failed=dict(unplanned))
     report.plan_seconds = perf_counter() - started
     if dry_run:
         report.written = [t.output for t in todo]
@@ -251,27 +258,38 @@ def ingest(sources: Any, out: str | os.PathLike[str], *, bands: Sequence[Any] | 
     report.items = _stac_table(table, folder) if table.parts() else None
     report.seconds = perf_counter() - started
     if report.failed and errors == "raise":
-        listed = "; ".join(f"{os.path.basename(k)}: {v}" for k, v in
-                           sorted(report.failed.items())[:20])
-        more = len(report.failed) - 20
         raise RumiIngestError(
-            f"{len(report.failed)} of {len(todo)} outputs failed (the {len(report.written)} "
-            f"others are written and in {table.path}): {listed}"
-            + (f"; and {more} more" if more > 0 else ""), report)
+            f"{len(report.failed)} output(s) or Item(s) failed (the {len(report.written)} "
+            f"written are in {table.path}): {_listed(report.failed)}", report)
     return report
 
 
+def _listed(failed: Mapping[str, str], most: int = 20) -> str:
+    """Return the first failures as one line: name, then why."""
+    text = "; ".join(f"{os.path.basename(k)}: {v}" for k, v in sorted(failed.items())[:most])
+    more = len(failed) - most
+    return text + (f"; and {more} more" if more > 0 else "")
+
+
 def _steps(sources: Any, bands: Sequence[Any] | None, time: Any, common_grid: bool,
-           storage_options: Mapping[str, Any] | None) -> list[tuple[str, str, Step]]:
-    """Return ``(name, grid label, step)`` for every Item group or file."""
+           storage_options: Mapping[str, Any] | None, unplanned: dict[str, str]
+           ) -> list[tuple[str, str, Step]]:
+    """Return ``(name, grid label, step)`` for every Item group or file.
+
+    Items that cannot be planned are recorded in ``unplanned`` and left out.
+    """
     if _are_items(sources):
         if time is not None:
             raise RumiArgumentError("time= is for files; STAC Items carry their own datetime")
         out = []
-        for item in planning.load_items(sources):
-            for group in planning.item_groups(item, None if bands is None else
-                                              [str(b) for b in bands], common_grid):
-                out.append((group.item_id, group.grid, group.step))
+        for item in planning.load_items(sources, unplanned):
+            try:
+                groups = planning.item_groups(item, None if bands is None else
+                                              [str(b) for b in bands], common_grid)
+            except RumiError as exc:
+                unplanned[f"Item {item.get('id')}"] = f"{type(exc).__name__}: {exc}"
+                continue
+            out.extend((group.item_id, group.grid, group.step) for group in groups)
         return out
     files = planning.expand_files(sources, storage_options)
     out = []

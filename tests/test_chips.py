@@ -428,7 +428,7 @@ def test_forked_workers_never_reuse_the_parents_http_connections(demo: dict) -> 
     series = Path(demo["series"])
     with RangeHTTPServer(series.parent) as http:
         cube = xr.open_dataset(http.url(series.name), engine="rumi")
-        ds = ChipDataset(cube, CHIP, bands=[0, 3])
+        ds = ChipDataset(cube, CHIP, band_index=[0, 3])  # bands= selects by label
 
         def sampler() -> RandomChipSampler:  # the same 16 chips every epoch
             return RandomChipSampler(cube, CHIP, 16, seed=11)

@@ -47,7 +47,13 @@ import pandas as pd
 from rumi_xarray import options
 from rumi_xarray.catalogs import identity
 from rumi_xarray.catalogs.identity import FileIdentity
-from rumi_xarray.catalogs.table import ROW_DIGEST, SECONDS_RANGE, check_row, check_row_digest
+from rumi_xarray.catalogs.table import (
+    ROW_DIGEST,
+    SECONDS_RANGE,
+    SECONDS_RANGE_TEXT,
+    check_row,
+    check_row_digest,
+)
 from rumi_xarray.conventions import sidecar as sidecars
 from rumi_xarray.conventions.sidecar import Sidecar
 from rumi_xarray.errors import RumiCatalogError, RumiCatalogKeyError, RumiFileChangedError
@@ -521,8 +527,8 @@ def _open_index(url: str, *, storage_options: Mapping[str, Any] | None, time: An
     if outside.any():
         bad = int(np.flatnonzero(outside.any(axis=1))[0])
         raise RumiCatalogError(f"{source_name(url)}: catalog row {bad} (of the rows read, "
-                               f"in table order) has a time outside the times "
-                               f"datetime64[ns] holds (years 1677 to 2262): "
+                               f"in table order) has a time outside "
+                               f"{SECONDS_RANGE_TEXT}: "
                                f"{seconds[bad].tolist()}")
     bounds = None
     if has_bounds:

@@ -327,8 +327,12 @@ def catalog(sources_: str | os.PathLike[str] | Sequence[Any], *,
 
 
 
-#: POSIX seconds ``datetime64[ns]`` can hold (1677-09-21 to 2262-04-11): times a cube labels.
-SECONDS_RANGE = (-9_223_372_036, 9_223_372_036)
+#: POSIX seconds of the times a cube labels: 0001-01-01 to 9999-12-31 (Python's datetime and
+#: RFC 3339). Inside 1677-2262 they decode to ``datetime64[ns]``, outside to cftime objects,
+#: as xarray decodes them (conventions/time.decoded_instants); beyond, nothing labels them.
+SECONDS_RANGE = (-62_135_596_800, 253_402_300_799)
+#: How errors name SECONDS_RANGE.
+SECONDS_RANGE_TEXT = "the times a cube labels (years 1 to 9999)"
 
 
 def check_times(value: Any, label: str) -> list[int]:
@@ -349,7 +353,7 @@ def check_times(value: Any, label: str) -> list[int]:
     ------
     RumiCatalogError
         A null cell or step, a step that is not a whole number, or one outside
-        the times ``datetime64[ns]`` holds.
+        the years 1 to 9999.
 
     Examples
     --------
@@ -368,8 +372,8 @@ def check_times(value: Any, label: str) -> list[int]:
             raise RumiCatalogError(f"{label}: time_seconds holds {step!r}, not a whole "
                                    f"number of seconds")
         if not SECONDS_RANGE[0] <= int(number) <= SECONDS_RANGE[1]:
-            raise RumiCatalogError(f"{label}: time_seconds {int(number)} lies outside the "
-                                   f"times datetime64[ns] holds (years 1677 to 2262)")
+            raise RumiCatalogError(f"{label}: time_seconds {int(number)} lies outside "
+                                   f"{SECONDS_RANGE_TEXT}")
         out.append(int(number))
     return out
 

@@ -44,6 +44,9 @@ LABEL_KEYS = ("header", "bands", "time_seconds", "time_bounds", "transform", "cr
 #: Prefix naming the hash, so another one can follow without ambiguity.
 ALGORITHM = "sha256:"
 
+#: Nanoseconds in one unit of a pandas Timestamp.
+_NANOSECONDS = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}
+
 
 def canonical(value: Any) -> Any:
     r"""Return ``value`` as plain JSON values, the same however it travelled.
@@ -85,7 +88,12 @@ def canonical(value: Any) -> Any:
         return {"hex": bytes(value).hex()}
     if isinstance(value, (dt.datetime, dt.date, np.datetime64, pd.Timestamp)):
         stamp: Any = pd.Timestamp(value)  # NaT for a NaT datetime64
-        return None if stamp is pd.NaT else int(stamp.value)
+        if stamp is pd.NaT:
+            return None
+        # Counted in the Timestamp's own unit and scaled as a Python int: exact outside
+        # 1677-2262 too, where stamp.value (nanoseconds in an int64) overflows.
+        unit = np.datetime_data(stamp.asm8.dtype)[0]
+        return int(stamp.asm8.view("i8")) * _NANOSECONDS[unit]
     if isinstance(value, Mapping):
         return {str(k): canonical(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
     if isinstance(value, (list, tuple, np.ndarray)) or hasattr(value, "__iter__"):

@@ -6,6 +6,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+import pandas as pd
 import xarray as xr
 
 import rumi_xarray as rx
@@ -96,3 +97,27 @@ def run_with_stderr(argv: list[str], env: dict[str, str], *, terminal: bool) -> 
         code = proc.wait(timeout=300)
     os.close(leader)
     return code, b"".join(chunks).decode("utf-8", "replace")
+
+
+def renew_digests(rows: pd.DataFrame) -> pd.DataFrame:
+    """Return ``rows`` with each row's digest renewed: rows a test changed on purpose.
+
+    ``rx.catalog`` records a digest over every column (path included), so a row
+    edited after it (a path made relative, pointed elsewhere, a time moved) is
+    refused as damaged unless its digest is renewed, as a user would renew it.
+
+    Parameters
+    ----------
+    rows : pandas.DataFrame
+        Catalog rows.
+
+    Returns
+    -------
+    pandas.DataFrame
+        A copy with :data:`~rumi_xarray.catalogs.table.ROW_DIGEST` renewed.
+    """
+    from rumi_xarray.catalogs.table import ROW_DIGEST, row_digest
+
+    out = rows.copy()
+    out[ROW_DIGEST] = [row_digest(row) for _, row in out.iterrows()]
+    return out

@@ -29,6 +29,7 @@ import pytest
 import rumi_xarray as rx
 from rumi_xarray.sources.hrefs import Hrefs
 from rumi_xarray.write.to_rumi import write_array
+from tests.checks import renew_digests
 from tests.servers import RangeHTTPServer
 from tests.truth import read
 
@@ -222,7 +223,8 @@ def test_hostile_catalogs_are_refused_before_any_connect_or_open(
         for i, href in enumerate(_hostile_hrefs(scenes, server.port)):
             (served / f"items{i}.json").write_text(json.dumps(_collection(_item("evil", href))))
             cases.append(["stac", server.url(f"items{i}.json"), None])
-            rows = rx.catalog([os.fspath(scenes["a"])]).assign(path=[href])
+            # A hostile table carries digests that match: they catch damage, not intent.
+            rows = renew_digests(rx.catalog([os.fspath(scenes["a"])]).assign(path=[href]))
             rows.to_parquet(served / f"table{i}.parquet")
             cases.append(["table", server.url(f"table{i}.parquet"), None])
         from rumi_xarray.stac.geoparquet import to_table
@@ -277,7 +279,7 @@ def test_a_remote_catalog_on_loopback_reads_when_the_caller_allows_it(
     with RangeHTTPServer(served) as server:
         (served / "items.json").write_text(json.dumps(_collection(
             _item("a", "a.rumi", header=True, path=scenes["a"]))))
-        rx.catalog([server.url("a.rumi")]).assign(path=["a.rumi"]).to_parquet(
+        renew_digests(rx.catalog([server.url("a.rumi")]).assign(path=["a.rumi"])).to_parquet(
             served / "table.parquet")
         with pytest.raises(rx.RumiHrefError, match="loopback"):
             rx.open_catalog(server.url("table.parquet"))
@@ -297,7 +299,7 @@ def test_a_remote_catalog_on_loopback_reads_when_the_caller_allows_it(
 def _relative_table(scenes: dict[str, Path], folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     rows = rx.catalog([os.fspath(scenes["a"]), os.fspath(scenes["b"])])
-    rows = rows.assign(path=[os.path.relpath(p, folder) for p in rows["path"]])
+    rows = renew_digests(rows.assign(path=[os.path.relpath(p, folder) for p in rows["path"]]))
     assert not any(os.path.isabs(p) for p in rows["path"])
     table = folder / "catalog.parquet"
     rows.to_parquet(table)
@@ -321,8 +323,8 @@ def test_a_relative_table_means_the_same_files_from_any_working_directory(
     folder = tmp_path / "folder_table"
     folder.mkdir()
     rows = pd.read_parquet(table)
-    rows = rows.assign(path=[os.path.relpath(os.path.join(table.parent, p), folder)
-                             for p in rows["path"]])
+    rows = renew_digests(rows.assign(path=[os.path.relpath(os.path.join(table.parent, p), folder)
+                                           for p in rows["path"]]))
     rows.iloc[:1].to_parquet(folder / "part-0.parquet")
     rows.iloc[1:].to_parquet(folder / "part-1.parquet")
     ds = rx.open_catalog(folder, mask_and_scale=False)
@@ -361,7 +363,7 @@ def test_errors_about_catalog_files_quote_nothing_of_them(
         scenes: dict[str, Path], tmp_path: Path) -> None:
     secret = scenes["secret"]
     size = str(secret.stat().st_size)
-    rows = rx.catalog([os.fspath(scenes["a"])]).assign(path=[os.fspath(secret)])
+    rows = renew_digests(rx.catalog([os.fspath(scenes["a"])]).assign(path=[os.fspath(secret)]))
     ds = rx.open_catalog(rows, chunks={})
     with pytest.raises(rx.RumiError) as caught:
         ds.band_data.compute()

@@ -34,6 +34,7 @@ from rumi_xarray.catalogs.table import (
     check_row,
     check_row_digest,
     check_times,
+    row_digest,
 )
 from rumi_xarray.conventions import cf, decoding, georef
 from rumi_xarray.conventions.sidecar import Sidecar
@@ -284,16 +285,33 @@ def open_catalog(table: pd.DataFrame | str | os.PathLike[str], *, chunks: Any = 
     return _finish(ds, time, bbox, chunks)
 
 
-def _check_digests(rows: pd.DataFrame) -> None:
+def _check_digests(rows: pd.DataFrame, of: str = "") -> None:
     """Raise naming the first row whose columns differ from its recorded digest.
 
     Every row, before a time selection: a flipped bit may move a row into or out of it.
+    ``of`` names the table the rows were read from (" of catalog.parquet"), if any.
     """
     if ROW_DIGEST not in rows.columns:
         return
     present = [c for c in COLUMNS if c in rows.columns]
     for i, record in enumerate(rows[present].to_dict("records")):
-        check_row_digest(record, f"catalog row {i} ({source_name(record.get('path'))})")
+        check_row_digest(record, f"catalog row {i}{of} ({source_name(record.get('path'))})")
+
+
+def _renew_digests(rows: pd.DataFrame) -> pd.DataFrame:
+    """Return ``rows`` with each recorded digest renewed (a null one stays null).
+
+    Only for rows just checked by :func:`_check_digests` and changed by this module
+    on purpose (paths resolved against their table).
+    """
+    if ROW_DIGEST not in rows.columns:
+        return rows
+    present = [c for c in COLUMNS if c in rows.columns]
+    renewed = [None if cell(record.get(ROW_DIGEST)) is None else row_digest(record)
+               for record in rows[present].to_dict("records")]
+    out = rows.copy()
+    out[ROW_DIGEST] = pd.Series(renewed, index=rows.index, dtype=object)
+    return out
 
 
 def _rows_in_time(rows: pd.DataFrame, time: Any) -> pd.DataFrame:
@@ -430,9 +448,13 @@ def open_catalog_grids(table: pd.DataFrame | str | os.PathLike[str], **kwargs: A
         with _reading_table(source_name(url)):
             rows = tables.read_all_rows(url, kwargs.get("storage_options"))
         # The rows leave their table here: their paths are resolved and judged against it.
+        # Each row is checked against its digest as stored (the path as written), and the
+        # digest renewed for the resolved path, which open_catalog checks again.
+        _check_digests(rows, f" of {source_name(url)}")
         hrefs = tables.table_hrefs(url, kwargs.get("storage_options"))
         rows = rows.assign(path=[hrefs.follow(p, f"catalog row {i} of {source_name(url)}")
                                  for i, p in enumerate(rows["path"])])
+        rows = _renew_digests(rows)
     else:
         rows = table.reset_index(drop=True)
     if rows.empty:

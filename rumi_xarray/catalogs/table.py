@@ -36,6 +36,7 @@ from rumi_xarray.model.cube import source_name
 from rumi_xarray.model.grid import Grid
 from rumi_xarray.native import reads
 from rumi_xarray.sources import resolve
+from rumi_xarray.sources.hrefs import refuse_nul
 from rumi_xarray.sources.location import locate
 from rumi_xarray.sources.redact import redact
 from rumi_xarray.sources.transport import FsspecSource
@@ -405,12 +406,13 @@ def check_row(row: Any, grid: Grid, label: str) -> None:
     ...     check_row({"path": "a\x00.rumi"}, None, "catalog row 0")
     ... except RumiCatalogError as exc:
     ...     print(exc)
-    catalog row 0: path 'a\x00.rumi' is not a path or URL (it holds a NUL byte)
+    catalog row 0: href 'a\\x00.rumi' is refused: holds a NUL byte
     """
     path = row.get("path")
-    if not isinstance(path, (str, bytes)) or (isinstance(path, str) and "\x00" in path):
-        raise RumiCatalogError(f"{label}: path {path!r} is not a path or URL"
-                               + (" (it holds a NUL byte)" if isinstance(path, str) else ""))
+    if not isinstance(path, (str, bytes)):
+        raise RumiCatalogError(f"{label}: path {path!r} is not a path or URL")
+    if isinstance(path, str):
+        refuse_nul(path, label)  # the href policy's refusal (a RumiCatalogError)
     steps = check_times(row.get("time_seconds"), label)
     if len(steps) != grid.time_count:
         raise RumiCatalogError(f"{label}: {len(steps)} time step(s) in time_seconds, the "

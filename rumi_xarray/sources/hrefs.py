@@ -280,8 +280,7 @@ class Hrefs:
             href = os.fsdecode(href)
         if not isinstance(href, str) or not href.strip():
             raise _refusal(where, repr(href)[:80], "is not a path or URL")
-        if "\x00" in href:
-            raise _refusal(where, href, "holds a NUL byte")
+        refuse_nul(href, where)
         if self.remote and any(ord(c) < 0x20 or c == "\x7f" for c in href):
             raise _refusal(where, href, "holds a control character")
         target = self._resolve(href, where)
@@ -362,6 +361,35 @@ class Hrefs:
         if key in _LOCAL_NAMES or key.endswith(_LOCAL_SUFFIXES):
             return f"a remote catalog may not point at the local or internal host {key!r}"
         return ""
+
+
+def refuse_nul(href: str, where: str) -> None:
+    r"""Raise the policy's refusal when an href holds a NUL byte (no path or URL does).
+
+    The one NUL check of every catalog's hrefs: :meth:`Hrefs.follow` and the cell
+    checks of catalog rows (``rumi_xarray.catalogs.table.check_row``) both use it.
+
+    Parameters
+    ----------
+    href : str
+    where : str
+        The Item or row it comes from, for messages.
+
+    Raises
+    ------
+    RumiHrefError
+        The href holds a NUL byte.
+
+    Examples
+    --------
+    >>> refuse_nul("a.rumi", "catalog row 0")
+    >>> refuse_nul("a\x00.rumi", "catalog row 0")
+    Traceback (most recent call last):
+    ...
+    rumi_xarray.errors.RumiHrefError: catalog row 0: href 'a\\x00.rumi' is refused: holds a NUL byte
+    """
+    if "\x00" in href:
+        raise _refusal(where, href, "holds a NUL byte")
 
 
 def _refusal(where: str, href: str, why: str, target: str | None = None) -> RumiHrefError:

@@ -173,7 +173,9 @@ def _processes(tasks: Sequence[Task], done: Callable[[Outcome], None],
 
 #: Modules the fork server imports once, so each worker starts with them loaded.
 PRELOAD = ["rumi_xarray.ingestion.task", "rumi_xarray.write.to_rumi",
-           "rumi_xarray.write.sources", "rumi_xarray.catalogs.table", "rioxarray"]
+           "rumi_xarray.write.batches", "rumi_xarray.write.sources",
+           "rumi_xarray.catalogs.table", "rumi_xarray.native.reads", "rioxarray",
+           "rasterio.enums"]
 
 
 def _context() -> multiprocessing.context.BaseContext:

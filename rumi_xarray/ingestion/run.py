@@ -39,6 +39,8 @@ class IngestReport:
         Outputs the sources describe.
     bytes_in, bytes_out : int
         Source bytes read and bytes written by this run.
+    cpu_seconds : float
+        CPU time the tasks took in their workers.
     seconds : float
         Wall time of the run.
     plan_seconds : float
@@ -63,6 +65,7 @@ class IngestReport:
     planned: int = 0
     bytes_in: int = 0
     bytes_out: int = 0
+    cpu_seconds: float = 0.0
     seconds: float = 0.0
     plan_seconds: float = 0.0
     tasks: list[Task] = field(default_factory=list, repr=False)
@@ -253,6 +256,7 @@ def ingest(sources: Any, out: str | os.PathLike[str], *, bands: Sequence[Any] | 
         report.written.append(outcome.output)
         report.bytes_in += outcome.bytes_in
         report.bytes_out += outcome.bytes_out
+        report.cpu_seconds += outcome.cpu_seconds
         pending.append(outcome.row)
         # Flush every few seconds (or rows), so an interrupted run keeps what is done.
         if len(pending) >= 256 or perf_counter() - last_flush[0] > 2.0:

@@ -45,6 +45,8 @@ class Outcome:
         Source bytes read; bytes written (file and sidecar).
     seconds : float
         Time the task took in its worker.
+    cpu_seconds : float
+        CPU time the worker process spent on it (all its threads).
     verified : bool or None
         Whether the output was read back and compared (None: not asked).
     error : str or None
@@ -59,6 +61,7 @@ class Outcome:
     seconds: float
     verified: bool | None = None
     error: str | None = None
+    cpu_seconds: float = 0.0
 
 
 def run_task(task: Task, verify: bool = False) -> Outcome:
@@ -85,7 +88,7 @@ def run_task(task: Task, verify: bool = False) -> Outcome:
     from rumi_xarray.catalogs.table import catalog
     from rumi_xarray.write.to_rumi import to_rumi
 
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     steps = [_step_array(step, task.params) for step in task.steps]
     _same_grid(steps, task)
     times = [_time(step, array) for step, array in zip(task.steps, steps, strict=True)]
@@ -119,7 +122,8 @@ def run_task(task: Task, verify: bool = False) -> Outcome:
         "_ingest_at": now_iso(),
     })
     return Outcome(task.output, task.key, row, bytes_in, bytes_out,
-                   time.perf_counter() - started, verified)
+                   time.perf_counter() - started, verified,
+                   cpu_seconds=time.process_time() - cpu)
 
 
 def _time(step: Step, array: xr.DataArray) -> Any:

@@ -10,6 +10,7 @@ import xarray as xr
 
 import rumi_xarray as rx
 from rumi_xarray.backend import cache
+from rumi_xarray.conventions.sidecar import sidecar_path
 from rumi_xarray.write.to_rumi import write_array
 from tests.checks import assert_explain_matches_reads, run_threads
 
@@ -44,10 +45,14 @@ def test_rewritten_file_is_never_served_from_cache(scene):
     np.testing.assert_array_equal(var.isel(y=1, x=1).values, data[:, :, 1, 1])
     # Same path, same size and header layout, new content: an in-place rewrite.
     replacement = (data[::-1] + 1).astype(np.uint16)
-    tmp = path.with_suffix(".tmp")
-    write_array(tmp, replacement, bands=["a", "b", "c"],
+    # Written under the same name in a staging folder (write_array wants the .rumi suffix and
+    # writes the file's sidecar beside it), then both moved over the old ones.
+    staging = path.parent / "staging"
+    staging.mkdir()
+    write_array(staging / path.name, replacement, bands=["a", "b", "c"],
                 time=["2024-01-01", "2024-01-02", "2024-01-03", "2024-01-04"], tile_size=64)
-    os.replace(tmp, path)
+    os.replace(sidecar_path(str(staging / path.name)), sidecar_path(str(path)))
+    os.replace(staging / path.name, path)
     fresh = xr.open_dataset(path, engine="rumi").band_data
     np.testing.assert_array_equal(fresh.isel(y=1, x=1).values, replacement[:, :, 1, 1])
 

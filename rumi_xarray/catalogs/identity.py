@@ -151,6 +151,8 @@ def _parse(footer: bytes, size: int, name: str) -> Any:
     import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
     try:
+        # Column chunk types are checked first: pyarrow aborts the process on a mismatch.
+        _check_column_types(footer[:-8])
         # A file holding only the magic and the footer: pyarrow parses the metadata
         # from it (its Thrift decoder raises Python errors on bad bytes).
         metadata = pq.read_metadata(pa.BufferReader(MAGIC + footer))
@@ -177,6 +179,224 @@ def _parse(footer: bytes, size: int, name: str) -> Any:
     except (ValueError, TypeError, OSError, OverflowError, pa.ArrowException) as exc:
         raise RumiCatalogError(f"{name}: corrupt Parquet footer: {exc}") from None
     return metadata
+
+
+# Thrift compact-protocol field types (the encoding of Parquet footers).
+_STOP, _TRUE, _FALSE, _BYTE, _I16, _I32, _I64, _DOUBLE, _BINARY = range(9)
+_LIST, _SET, _MAP, _STRUCT = 9, 10, 11, 12
+#: Parquet's physical types (Type enum), BOOLEAN (0) to FIXED_LEN_BYTE_ARRAY (7).
+_PHYSICAL_TYPES = range(8)
+
+
+class _Compact:
+    """A bounds-checked reader of Thrift's compact protocol (Parquet footers).
+
+    It reads the few footer fields pyarrow's C++ reader trusts without a Python
+    error (a column chunk's physical type).
+    """
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.at = 0
+
+    def byte(self) -> int:
+        if self.at >= len(self.data):
+            raise ValueError("the metadata ends early")
+        value = self.data[self.at]
+        self.at += 1
+        return value
+
+    def varint(self) -> int:
+        value = shift = 0
+        while True:
+            b = self.byte()
+            value |= (b & 0x7F) << shift
+            if not b & 0x80:
+                return value
+            shift += 7
+            if shift > 70:
+                raise ValueError("a varint is too long")
+
+    def zigzag(self) -> int:
+        n = self.varint()
+        return (n >> 1) ^ -(n & 1)
+
+    def skip_bytes(self, n: int) -> None:
+        if n < 0 or self.at + n > len(self.data):
+            raise ValueError("the metadata ends early")
+        self.at += n
+
+    def fields(self) -> Any:
+        """Yield (field id, type) of one struct until its stop; the caller reads or skips."""
+        last = 0
+        while True:
+            head = self.byte()
+            kind = head & 0x0F
+            if kind == _STOP:
+                return
+            delta = head >> 4
+            last = last + delta if delta else self.zigzag()
+            yield last, kind
+
+    def list_header(self) -> tuple[int, int]:
+        head = self.byte()
+        size = head >> 4
+        if size == 15:
+            size = self.varint()
+        if size > len(self.data):
+            raise ValueError(f"a list claims {size} elements")
+        return size, head & 0x0F
+
+    def skip(self, kind: int, depth: int = 0) -> None:
+        if depth > 64:
+            raise ValueError("the metadata nests too deep")
+        if kind in (_TRUE, _FALSE):
+            return
+        if kind == _BYTE:
+            self.skip_bytes(1)
+        elif kind in (_I16, _I32, _I64):
+            self.varint()
+        elif kind == _DOUBLE:
+            self.skip_bytes(8)
+        elif kind == _BINARY:
+            self.skip_bytes(self.varint())
+        elif kind in (_LIST, _SET):
+            size, item = self.list_header()
+            for _ in range(size):
+                if item in (_TRUE, _FALSE):
+                    self.skip_bytes(1)
+                else:
+                    self.skip(item, depth + 1)
+        elif kind == _MAP:
+            size = self.varint()
+            if size:
+                kinds = self.byte()
+                for _ in range(size):
+                    self.skip(kinds >> 4, depth + 1)
+                    self.skip(kinds & 0x0F, depth + 1)
+        elif kind == _STRUCT:
+            for _, inner in self.fields():
+                self.skip(inner, depth + 1)
+        else:
+            raise ValueError(f"unknown Thrift type {kind}")
+
+
+def _check_column_types(metadata: bytes) -> None:
+    """Raise ValueError unless every column chunk agrees with its schema leaf.
+
+    pyarrow's C++ reader refuses a chunk whose physical type is not its leaf's (or
+    is unknown), or whose size statistics do not fit the leaf's levels, by throwing
+    where no Python error can be raised, which ends the process; read here first,
+    it is a typed error.
+    """
+    reader = _Compact(metadata)
+    # schema elements in depth-first order: (physical type, children, repetition)
+    elements: list[tuple[int | None, int, int]] = []
+    chunks: list[list[tuple[int | None, int, int, bool]]] = []
+    for field, kind in reader.fields():
+        if field == 2 and kind == _LIST:  # schema: list<SchemaElement>
+            size, _ = reader.list_header()
+            for _ in range(size):
+                physical, children, repetition = None, 0, 0
+                for inner, inner_kind in reader.fields():
+                    if inner == 1 and inner_kind == _I32:
+                        physical = reader.zigzag()
+                    elif inner == 3 and inner_kind == _I32:
+                        repetition = reader.zigzag()
+                    elif inner == 5 and inner_kind == _I32:
+                        children = reader.zigzag()
+                    else:
+                        reader.skip(inner_kind)
+                elements.append((physical, children, repetition))
+        elif field == 4 and kind == _LIST:  # row_groups: list<RowGroup>
+            size, _ = reader.list_header()
+            for _ in range(size):
+                group: list[tuple[int | None, int, int, bool]] = []
+                for inner, inner_kind in reader.fields():
+                    if inner == 1 and inner_kind == _LIST:  # columns: list<ColumnChunk>
+                        count, _ = reader.list_header()
+                        for _ in range(count):
+                            group.append(_column_chunk(reader))
+                    else:
+                        reader.skip(inner_kind)
+                chunks.append(group)
+        else:
+            reader.skip(kind)
+    leaves = _leaves(elements)
+    for g, group in enumerate(chunks):
+        if len(group) != len(leaves):
+            raise ValueError(f"row group {g} has {len(group)} columns, the schema {len(leaves)}")
+        for j, ((physical, reps, defs, unencoded), (leaf, max_rep, max_def)) in enumerate(
+                zip(group, leaves, strict=True)):
+            if physical is None or physical not in _PHYSICAL_TYPES or physical != leaf:
+                raise ValueError(f"row group {g} column {j} has physical type {physical}, "
+                                 f"its schema {leaf}")
+            if (reps not in (0, max_rep + 1) or defs not in (0, max_def + 1)
+                    or (unencoded and physical != _BYTE_ARRAY)):
+                raise ValueError(f"row group {g} column {j} has size statistics that do not "
+                                 f"fit its schema")
+
+
+#: Parquet's BYTE_ARRAY physical type, the only one with unencoded byte sizes.
+_BYTE_ARRAY = 6
+#: Parquet's REQUIRED and REPEATED repetition types.
+_REQUIRED, _REPEATED = 0, 2
+
+
+def _column_chunk(reader: _Compact) -> tuple[int | None, int, int, bool]:
+    """Read one ColumnChunk's physical type and size statistics.
+
+    Returns the type, the lengths of the repetition and definition level
+    histograms, and whether unencoded byte sizes are given.
+    """
+    physical, reps, defs, unencoded = None, 0, 0, False
+    for part, part_kind in reader.fields():
+        if part == 3 and part_kind == _STRUCT:  # meta_data: ColumnMetaData
+            for leaf, leaf_kind in reader.fields():
+                if leaf == 1 and leaf_kind == _I32:
+                    physical = reader.zigzag()
+                elif leaf == 16 and leaf_kind == _STRUCT:  # size_statistics
+                    for stat, stat_kind in reader.fields():
+                        if stat == 1:
+                            unencoded = True
+                            reader.skip(stat_kind)
+                        elif stat in (2, 3) and stat_kind == _LIST:
+                            length, item = reader.list_header()
+                            for _ in range(length):
+                                reader.skip(item)
+                            reps, defs = (length, defs) if stat == 2 else (reps, length)
+                        else:
+                            reader.skip(stat_kind)
+                else:
+                    reader.skip(leaf_kind)
+        else:
+            reader.skip(part_kind)
+    return physical, reps, defs, unencoded
+
+
+def _leaves(elements: list[tuple[int | None, int, int]]) -> list[tuple[int | None, int, int]]:
+    """Return each leaf's (physical type, max repetition level, max definition level)."""
+    leaves: list[tuple[int | None, int, int]] = []
+    # (children still to visit, repetition level, definition level) of open groups
+    stack: list[list[int]] = []
+    for k, (physical, children, repetition) in enumerate(elements):
+        rep = stack[-1][1] if stack else 0
+        dfn = stack[-1][2] if stack else 0
+        if stack:
+            stack[-1][0] -= 1
+        if children < 0 or (k and repetition not in (0, 1, _REPEATED)):
+            raise ValueError(f"schema element {k} has {children} children and "
+                             f"repetition {repetition}")
+        if k:  # the root's repetition does not count
+            rep += repetition == _REPEATED
+            dfn += repetition != _REQUIRED
+        if children > 0:
+            stack.append([children, rep, dfn])
+        else:
+            leaves.append((physical, rep, dfn))
+        while stack and stack[-1][0] <= 0:
+            stack.pop()
+    return leaves
 
 
 def open_file(fs: Any, path: str, name: str, *, local: bool,

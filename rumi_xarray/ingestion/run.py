@@ -9,6 +9,7 @@ from time import perf_counter
 from typing import Any
 
 from rumi_xarray.errors import RumiArgumentError, RumiError, RumiIngestError
+from rumi_xarray.formatting import human_size
 from rumi_xarray.ingestion import plan as planning
 from rumi_xarray.ingestion.plan import Step, Task
 from rumi_xarray.ingestion.table import CatalogFolder
@@ -85,17 +86,8 @@ class IngestReport:
         '1 of 1 outputs written, 0 skipped, 0 failed; 2.0 KiB in, 1.0 KiB out (ratio 2.00); 1.5 s'
         """
         return (f"{len(self.written)} of {self.planned} outputs written, {len(self.skipped)} "
-                f"skipped, {len(self.failed)} failed; {_size(self.bytes_in)} in, "
-                f"{_size(self.bytes_out)} out (ratio {self.ratio:.2f}); {self.seconds:.1f} s")
-
-
-def _size(n: int) -> str:
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
-            return f"{value:.1f} {unit}" if unit != "B" else f"{int(value)} B"
-        value /= 1024
-    return f"{value:.1f} TiB"
+                f"skipped, {len(self.failed)} failed; {human_size(self.bytes_in)} in, "
+                f"{human_size(self.bytes_out)} out (ratio {self.ratio:.2f}); {self.seconds:.1f} s")
 
 
 def ingest(sources: Any, out: str | os.PathLike[str], *, bands: Sequence[Any] | None = None,

@@ -163,16 +163,27 @@ class FsspecSource(RangeSource):
 
     def fetch(self, ranges: list[tuple[int, int]]) -> list[bytes]:
         """Fetch ranges concurrently with fsspec's ``cat_ranges``."""
+        from rumi_xarray.sources import retry
+
         fs, path = self._open()
         starts = [o for o, _ in ranges]
         ends = [o + n for o, n in ranges]
-        out = list(fs.cat_ranges([path] * len(ranges), starts, ends))
-        for (offset, length), item in zip(ranges, out, strict=True):
-            # cat_ranges returns (does not raise) the exception of a failed range.
-            if isinstance(item, BaseException):
-                raise OSError(f"{self.name}: reading {length} bytes at {offset} failed: "
-                              f"{type(item).__name__}: {item}") from item
-        return out
+
+        def attempt() -> list[bytes]:
+            out = list(fs.cat_ranges([path] * len(ranges), starts, ends))
+            for item in out:
+                # cat_ranges returns (does not raise) the exception of a failed range.
+                if isinstance(item, BaseException):
+                    raise item
+            return out
+
+        # Retried as Karu retries librumi's own reads; what still fails is an OSError
+        # naming the file (typed by the read that called us), never a raw aiohttp error.
+        try:
+            return retry.call(attempt)
+        except Exception as exc:
+            raise OSError(f"{self.name}: reading {len(ranges)} range(s) failed: "
+                          f"{type(exc).__name__}: {exc}") from exc
 
 
 class FileObjectSource(RangeSource):

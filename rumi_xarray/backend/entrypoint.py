@@ -51,7 +51,7 @@ class RumiBackendEntrypoint(BackendEntrypoint):
     ``concat_characters``), applied by :func:`xarray.decode_cf` exactly as for
     other engines (``mask_and_scale`` unset: xarray's CF decoding, integers
     with nothing to mask stay integers; True: rioxarray's masked floats; False:
-    the stored samples; see :mod:`rumi_xarray.conventions.decoding`;
+    the stored samples; see ``rumi_xarray.conventions.decoding``;
     ``use_cftime=True`` gives cftime datetimes, with xarray's deprecation
     warning), and ``lock`` (accepted and unused: librumi reads are
     thread-safe).

@@ -130,7 +130,7 @@ def open_dataset(filename_or_obj: Any, *, chunks: Any = None, **kwargs: Any) -> 
         while integers with nothing to mask or scale stay integers. True:
         rioxarray's masked reading, always floats (float32 up to 16-bit
         samples, float64 above). False: the stored samples. The same on every
-        door (:mod:`rumi_xarray.conventions.decoding`). Plus:
+        door (``rumi_xarray.conventions.decoding``). Plus:
 
         band_as_variable : bool, default False
             One variable per band (named by its short band name) instead of

@@ -144,7 +144,7 @@ def read_checked(url: str, storage_options: Mapping[str, Any] | None,
                  ) -> tuple[T, tuple[tuple[str, FileIdentity], ...]]:
     """Return ``read(dataset)`` of a table whose footers were checked first, retried.
 
-    Every file's footer is read and checked (:mod:`rumi_xarray.catalogs.identity`)
+    Every file's footer is read and checked (``rumi_xarray.catalogs.identity``)
     before pyarrow reads the table, so a corrupt one is a typed error, and
     compared with ``expected`` when given; the whole read is made again after a
     transient failure, as Karu retries.
@@ -157,7 +157,7 @@ def read_checked(url: str, storage_options: Mapping[str, Any] | None,
     read : callable
         Reads what is wanted from the ``pyarrow.dataset.Dataset``.
     expected : tuple of (file, FileIdentity), optional
-        The table's files as an open saw them (:func:`identities`).
+        The table's files as an open saw them (``identities``).
 
     Returns
     -------

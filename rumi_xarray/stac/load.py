@@ -168,7 +168,7 @@ def open_stac(items: Any, bands: str | Sequence[str] | None = None, *, crs: Any 
         Output fill value (and ``nodata`` attribute) instead of the Items'
         nodata.
     mask_and_scale : bool or None, default False
-        As on every door (:mod:`rumi_xarray.conventions.decoding`; the table
+        As on every door (``rumi_xarray.conventions.decoding``; the table
         of defaults is in the nodata and CF guide). False: raw samples, as
         ``odc.stac.load`` returns them (nodata where nothing valid falls,
         ``nodata`` attribute), with their CF attributes
@@ -383,7 +383,7 @@ def _packing(sources: Sequence[StacSource], dtype: np.dtype, nodata: float | Non
 
 def _decoded(ds: xr.Dataset, packing: Mapping[str, Any], mask_and_scale: bool | None, *,
              eager: bool) -> xr.Dataset:
-    """Decode raw samples as every door does (:mod:`rumi_xarray.conventions.decoding`)."""
+    """Decode raw samples as every door does (``rumi_xarray.conventions.decoding``)."""
     if not decoding.applies_cf(mask_and_scale):
         return ds
     attrs = decoding.packing_of(packing)

@@ -127,7 +127,7 @@ def write_array(path: str | os.PathLike[str], data: Any, *, bands: Sequence[str]
         has no EPSG code (the file then stores no transform).
     any_suffix : bool, default False
         Write ``path`` even when its name does not end in ``.rumi`` (see
-        :func:`check_suffix`).
+        ``check_suffix``).
 
     Returns
     -------

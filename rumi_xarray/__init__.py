@@ -47,7 +47,7 @@ if TYPE_CHECKING:  # what __getattr__ imports on first use, for type checkers
     from rumi_xarray.backend.cache import cache_info, clear_cache
     from rumi_xarray.backend.chips import explain_chips, read_chips
     from rumi_xarray.backend.entrypoint import RumiBackendEntrypoint
-    from rumi_xarray.backend.open import open_dataset
+    from rumi_xarray.backend.open import open_dataset, overview_factors
     from rumi_xarray.catalogs.cube import open_catalog, open_catalog_grids, open_mfdataset
     from rumi_xarray.catalogs.table import catalog
     from rumi_xarray.ingestion.run import IngestReport, ingest
@@ -59,6 +59,7 @@ if TYPE_CHECKING:  # what __getattr__ imports on first use, for type checkers
 #: Public name -> module defining it, imported on first use.
 _LAZY = {
     "open_dataset": "rumi_xarray.backend.open",
+    "overview_factors": "rumi_xarray.backend.open",
     "open_catalog": "rumi_xarray.catalogs.cube",
     "open_catalog_grids": "rumi_xarray.catalogs.cube",
     "open_mfdataset": "rumi_xarray.catalogs.cube",
@@ -95,6 +96,7 @@ __all__ = [
     "open_dataset",
     "open_mfdataset",
     "open_stac",
+    "overview_factors",
     "read_chips",
     "set_options",
     "stats",

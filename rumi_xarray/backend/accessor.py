@@ -164,6 +164,21 @@ class _RumiAccessor:
         return dict(self._encoding()["preferred_chunks"])
 
     @property
+    def overviews(self) -> list[int]:
+        """Return the overview factors of the file, level 0 first (``[]``: none).
+
+        Those ``xr.open_dataset(..., overview_level=k)`` opens, as
+        :func:`rumi_xarray.overview_factors` lists them.
+        """
+        return list(self._encoding().get("rumi_overviews", ()))
+
+    @property
+    def overview_level(self) -> int | None:
+        """Return the overview level this object was opened at (``None``: full resolution)."""
+        level = self._encoding().get("rumi_overview_level")
+        return None if level is None else int(level)
+
+    @property
     def sources(self) -> list[str]:
         """Return the (credential-free) names of the files behind the object."""
         for array in backend_arrays(self._obj):

@@ -73,7 +73,7 @@ class RumiBackendEntrypoint(BackendEntrypoint):
         "filename_or_obj", "drop_variables", "mask_and_scale", "decode_times",
         "decode_timedelta", "use_cftime", "concat_characters", "decode_coords", "lock",
         "band_as_variable", "header", "storage_options", "nodata", "scale_factor",
-        "add_offset", "units", "sidecar")
+        "add_offset", "units", "sidecar", "overview_level")
 
     def open_dataset(
             self, filename_or_obj: Any, *,
@@ -85,6 +85,7 @@ class RumiBackendEntrypoint(BackendEntrypoint):
             storage_options: dict[str, Any] | None = None, nodata: Any = None,
             scale_factor: float | None = None, add_offset: float | None = None,
             units: str | None = None, sidecar: bool | str | os.PathLike[str] | None = None,
+            overview_level: int | None = None,
     ) -> Any:
         """Open a Rumi source; see :func:`rumi_xarray.open_dataset` for the keywords."""
         from rumi_xarray.backend.open import open_rumi
@@ -95,7 +96,8 @@ class RumiBackendEntrypoint(BackendEntrypoint):
             use_cftime=use_cftime, concat_characters=concat_characters,
             decode_coords=decode_coords, band_as_variable=band_as_variable, header=header,
             storage_options=storage_options, nodata=nodata, scale_factor=scale_factor,
-            add_offset=add_offset, units=units, sidecar=sidecar)
+            add_offset=add_offset, units=units, sidecar=sidecar,
+            overview_level=overview_level)
 
     def guess_can_open(self, filename_or_obj: Any) -> bool:
         """Recognise ``.rumi`` paths and URLs (no network request) or the magic bytes."""

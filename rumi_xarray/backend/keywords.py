@@ -93,7 +93,7 @@ def check(filename_or_obj: Any, *, band_as_variable: Any = False, mask_and_scale
           concat_characters: Any = None, decode_coords: Any = None,
           drop_variables: Any = None, header: Any = None, storage_options: Any = None,
           nodata: Any = None, scale_factor: Any = None, add_offset: Any = None,
-          units: Any = None, sidecar: Any = None) -> None:
+          units: Any = None, sidecar: Any = None, overview_level: Any = None) -> None:
     """Raise for the first open keyword whose value cannot be used.
 
     Parameters
@@ -102,7 +102,7 @@ def check(filename_or_obj: Any, *, band_as_variable: Any = False, mask_and_scale
         What is being opened (named in errors).
     band_as_variable, mask_and_scale, decode_times, decode_timedelta, use_cftime,
     concat_characters, decode_coords, drop_variables, header, storage_options,
-    nodata, scale_factor, add_offset, units, sidecar
+    nodata, scale_factor, add_offset, units, sidecar, overview_level
         The keywords of :func:`rumi_xarray.open_dataset`.
 
     Raises
@@ -153,6 +153,41 @@ def check(filename_or_obj: Any, *, band_as_variable: Any = False, mask_and_scale
         raise _error(RumiArgumentTypeError, name, "units", units,
                      "must be a string (e.g. '1' or 'reflectance')")
     _check_sidecar(name, sidecar)
+    check_overview_level(name, overview_level, sidecar)
+
+
+def check_overview_level(name: str, value: Any, sidecar: Any = None) -> None:
+    """Raise unless ``overview_level`` is None or a level index (0 is the first overview).
+
+    Parameters
+    ----------
+    name : str
+        The source, named in the error.
+    value : object
+    sidecar : object
+        The ``sidecar`` keyword: overview levels are recorded in the sidecar,
+        so ``sidecar=False`` cannot open one.
+
+    Raises
+    ------
+    RumiArgumentTypeError
+        Not an integer.
+    RumiArgumentError
+        A negative level, or ``sidecar=False``.
+    """
+    if value is None:
+        return
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise _error(RumiArgumentTypeError, name, "overview_level", value,
+                     "must be an overview level: 0 for the first overview (rioxarray's "
+                     "convention), or None for full resolution")
+    if value < 0:
+        raise _error(RumiArgumentError, name, "overview_level", value,
+                     "is negative: 0 is the first overview, None full resolution")
+    if sidecar is False or (isinstance(sidecar, np.bool_) and not sidecar):
+        raise _error(RumiArgumentError, name, "overview_level", value,
+                     "needs the file's sidecar, where its overview levels are recorded, "
+                     "and sidecar=False was given")
 
 
 def _check_sidecar(name: str, sidecar: Any) -> None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 
 import xarray as xr
@@ -15,6 +17,7 @@ from rumi_xarray.backend import (
 )
 from rumi_xarray.conventions import cf, decoding, georef
 from rumi_xarray.conventions import sidecar as sidecars
+from rumi_xarray.errors import RumiFileNotFoundError, os_error
 from rumi_xarray.model.cube import Cube, Scene
 from rumi_xarray.model.grid import Grid
 from rumi_xarray.native import reads
@@ -59,7 +62,8 @@ def open_rumi(filename_or_obj: Any, *, drop_variables: str | Iterable[str] | Non
               storage_options: dict[str, Any] | None = None, nodata: Any = None,
               scale_factor: float | None = None, add_offset: float | None = None,
               units: str | None = None,
-              sidecar: bool | str | os.PathLike[str] | None = None) -> xr.Dataset:
+              sidecar: bool | str | os.PathLike[str] | None = None,
+              overview_level: int | None = None) -> xr.Dataset:
     """Open one Rumi source as a lazily indexed Dataset (the backend's work).
 
     See :func:`open_dataset` for the parameters.
@@ -74,17 +78,34 @@ def open_rumi(filename_or_obj: Any, *, drop_variables: str | Iterable[str] | Non
                    concat_characters=concat_characters, decode_coords=decode_coords,
                    drop_variables=drop_variables, header=header,
                    storage_options=storage_options, nodata=nodata, scale_factor=scale_factor,
-                   add_offset=add_offset, units=units, sidecar=sidecar)
+                   add_offset=add_offset, units=units, sidecar=sidecar,
+                   overview_level=overview_level)
     source = resolve.resolve(filename_or_obj, storage_options=storage_options)
     # A remote sidecar's GET overlaps the metadata reads instead of following them.
     pending = sidecars.prefetch(source, sidecar=sidecar, storage_options=storage_options)
-    scene, meta = scene_of(source, header)
+    if overview_level is None:
+        scene, meta = scene_of(source, header)
+        found = cf.read_source_sidecar(source, sidecar=sidecar,
+                                       storage_options=storage_options, pending=pending)
+        found.check_labels(meta, scene.name)  # librumi checks frames, not the trailer's labels
+        level = None
+    else:
+        # The sidecar names the level's file (one GET for a remote file, no listing),
+        # and records its labels: only the level file is read, never the base.
+        found = cf.read_source_sidecar(source, sidecar=sidecar,
+                                       storage_options=storage_options, pending=pending)
+        level = found.overviews.level(int(overview_level), keywords.where(filename_or_obj))
+        scene, meta = scene_of(sidecars.sibling(source, level.file), header)
+        replace(found, labels_digest=level.labels_digest).check_labels(meta, scene.name)
+        if found.geotransform is not None:
+            # A grid without an EPSG code: the level's own sidecar holds its scaled grid.
+            found = replace(found, geotransform=sidecars.read_sidecar(
+                scene.source, storage_options).geotransform)
     grid = Grid.from_metadata(meta)
     cube = Cube.single(scene, grid)
-    found = cf.source_facts(scene.source, sidecar=sidecar, storage_options=storage_options,
+    found = cf.source_facts(scene.source, storage_options=storage_options,
                             nodata=nodata, scale_factor=scale_factor, add_offset=add_offset,
-                            units=units, dtype=grid.dtype, where=scene.name, pending=pending)
-    found.check_labels(meta, scene.name)  # librumi checks frames, not the trailer's labels
+                            units=units, dtype=grid.dtype, where=scene.name, found=found)
     facts = cf.cf_attributes(found.facts, grid.dtype, scene.name)
     labels = dataset.CubeLabels.from_metadata(meta, scene.name)
     transform, crs, pixel_is_point = georef.with_sidecar(
@@ -99,10 +120,76 @@ def open_rumi(filename_or_obj: Any, *, drop_variables: str | Iterable[str] | Non
                         ("decode_coords", decode_coords)):
         if value is not None:
             decoders[name] = value
-    return dataset.build(cube, labels, band_as_variable=band_as_variable,
-                         drop_variables=drop_variables, decoders=decoders,
-                         mask_and_scale=decoding.check_mask_and_scale(mask_and_scale,
-                                                                      scene.name))
+    ds = dataset.build(cube, labels, band_as_variable=band_as_variable,
+                       drop_variables=drop_variables, decoders=decoders,
+                       mask_and_scale=decoding.check_mask_and_scale(mask_and_scale, scene.name))
+    return _record_overviews(ds, found.overviews, overview_level)
+
+
+def _record_overviews(ds: xr.Dataset, overviews: sidecars.Overviews,
+                      overview_level: int | None) -> xr.Dataset:
+    """Record in the variables' encoding which overview level this is, and the file's levels.
+
+    ``ds.rumi.overviews`` and ``ds.rumi.overview_level`` read them back.
+    """
+    found = {OVERVIEW_FACTORS: tuple(overviews.factors),
+             OVERVIEW_LEVEL: None if overview_level is None else int(overview_level)}
+    if overview_level is not None:
+        found[OVERVIEW_FACTOR] = overviews.levels[int(overview_level)].factor
+    for var in ds.data_vars.values():
+        var.encoding.update(found)
+    return ds
+
+
+#: Encoding keys: the file's overview factors, the level opened (None: full resolution)
+#: and its factor.
+OVERVIEW_FACTORS = "rumi_overviews"
+OVERVIEW_LEVEL = "rumi_overview_level"
+OVERVIEW_FACTOR = "rumi_overview_factor"
+
+
+def overview_factors(source: Any, **storage_options: Any) -> list[int]:
+    """Return the overview factors of a Rumi file, level 0 first (``[]`` when it has none).
+
+    Level ``k`` of the list is what ``xr.open_dataset(source, engine="rumi",
+    overview_level=k)`` opens. Only the file's sidecar is read (one GET for a
+    URL), where ``rx.to_rumi(..., overviews=...)`` recorded the levels.
+
+    Parameters
+    ----------
+    source : str or os.PathLike
+        Local path or URL of the Rumi file.
+    **storage_options
+        fsspec options for the sidecar's read (as ``storage_options=`` of
+        :func:`open_dataset`).
+
+    Returns
+    -------
+    list of int
+        Factors such as ``[2, 4, 8]``.
+
+    Raises
+    ------
+    RumiFileNotFoundError
+        A local file that does not exist.
+    RumiFormatError
+        The sidecar is not valid (a ``RumiIntegrityError`` when it was edited).
+
+    Examples
+    --------
+    >>> header = rx.to_rumi(xr.open_dataset("scene.rumi", engine="rumi"), "preview.rumi",
+    ...                     tile_size=32, overviews="auto")
+    >>> rx.overview_factors("preview.rumi")
+    [2, 4]
+    >>> xr.open_dataset("preview.rumi", engine="rumi", overview_level=1).sizes["x"]
+    32
+    """
+    resolved = resolve.resolve(source, storage_options=storage_options or None)
+    if isinstance(resolved, str) and locate(resolved).local and not os.path.exists(resolved):
+        raise os_error(RumiFileNotFoundError, errno.ENOENT,
+                       f"{keywords.where(source)}: no such file", keywords.where(source))
+    return cf.read_source_sidecar(resolved, sidecar=True,
+                                  storage_options=storage_options or None).overviews.factors
 
 
 def open_dataset(filename_or_obj: Any, *, chunks: Any = None, **kwargs: Any) -> xr.Dataset:
@@ -145,6 +232,11 @@ def open_dataset(filename_or_obj: Any, *, chunks: Any = None, **kwargs: Any) -> 
         sidecar : bool or path, optional
             Read ``<file>.aux.json`` (default: the ``sidecar`` option), or
             this file instead.
+        overview_level : int, optional
+            Open overview level ``k`` instead of the full resolution: 0 is
+            the first (finest) overview, as rioxarray counts them; the levels
+            are those its sidecar records (``rx.overview_factors``), each a
+            Rumi file beside it. ``None`` (default): full resolution.
 
     Returns
     -------

@@ -42,7 +42,8 @@ def source_facts(source: Any, *, sidecar: bool | str | os.PathLike[str] | None =
                  storage_options: Mapping[str, Any] | None = None, nodata: Any = None,
                  scale_factor: float | None = None, add_offset: float | None = None,
                  units: str | None = None, dtype: np.dtype | None = None,
-                 where: str = "", pending: Prefetch | None = None) -> Sidecar:
+                 where: str = "", pending: Prefetch | None = None,
+                 found: Sidecar | None = None) -> Sidecar:
     """Return what a source's sidecar says, overridden by the keywords given.
 
     Parameters
@@ -62,6 +63,8 @@ def source_facts(source: Any, *, sidecar: bool | str | os.PathLike[str] | None =
     pending : Prefetch, optional
         The sidecar's GET, already started by
         :func:`~rumi_xarray.conventions.sidecar.prefetch`.
+    found : Sidecar, optional
+        The sidecar, already read (it is not read again).
 
     Returns
     -------
@@ -74,10 +77,9 @@ def source_facts(source: Any, *, sidecar: bool | str | os.PathLike[str] | None =
     RumiArgumentError
         ``nodata=`` cannot be a sample of ``dtype``.
     """
-    look = options.option("sidecar") if sidecar is None else sidecar
-    found = Sidecar()
-    if look is not False:
-        found = read_sidecar(source, storage_options, None if look is True else look, pending)
+    if found is None:
+        found = read_source_sidecar(source, sidecar=sidecar, storage_options=storage_options,
+                                    pending=pending)
     if nodata is not None:
         _check_nodata_keyword(nodata, dtype, where)
     given = {"nodata": nodata, "scale": scale_factor, "offset": add_offset, "units": units,
@@ -87,6 +89,29 @@ def source_facts(source: Any, *, sidecar: bool | str | os.PathLike[str] | None =
     if found.facts.decoded_dtype is not None:
         given.pop("decoded_dtype", None)  # the writer's record wins over a typed keyword
     return replace(found, facts=replace(found.facts, **given)) if given else found
+
+
+def read_source_sidecar(source: Any, *, sidecar: bool | str | os.PathLike[str] | None = None,
+                        storage_options: Mapping[str, Any] | None = None,
+                        pending: Prefetch | None = None) -> Sidecar:
+    """Return a source's sidecar as the ``sidecar=`` keyword asks (empty when not read).
+
+    Parameters
+    ----------
+    source : str or other source
+    sidecar : bool or path, optional
+        As for :func:`source_facts`.
+    storage_options : mapping, optional
+    pending : Prefetch, optional
+
+    Returns
+    -------
+    Sidecar
+    """
+    look = options.option("sidecar") if sidecar is None else sidecar
+    if look is False:
+        return Sidecar()
+    return read_sidecar(source, storage_options, None if look is True else look, pending)
 
 
 def _check_nodata_keyword(value: Any, dtype: np.dtype | None, where: str) -> None:

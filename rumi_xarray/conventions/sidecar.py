@@ -14,6 +14,12 @@ A sidecar is strict JSON: ``{"format": "rumi-xarray-sidecar", "version": 2,
 <rumi_xarray.conventions.facts.Facts.to_json>` spells them, plus
 ``crs_wkt`` and ``geotransform`` (:data:`GEOREF_FACTS`) where needed.
 
+A file written with overviews (``to_rumi(..., overviews=...)``) records them
+under ``overviews`` (:class:`Overviews`): the resampling and, per level, its
+factor, its file (a plain name in the same folder, itself a Rumi file), its
+shape and its labels' digest, so a reader opening a level of a remote file
+needs no listing and checks the level file it reads.
+
 Version 2 adds what protects the answer (:mod:`rumi_xarray.conventions.digests`):
 ``labels_digest``, the digest of the file's labels (band texts, times,
 georeferencing: its trailer, which librumi's frame checksums do not cover),
@@ -26,6 +32,7 @@ are.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import secrets
@@ -33,6 +40,7 @@ from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote, urlsplit, urlunsplit
 
 import pandas as pd
 
@@ -46,8 +54,10 @@ from rumi_xarray.errors import (
     RumiFormatError,
     RumiIntegrityError,
     RumiIOError,
+    argument_error,
     with_context,
 )
+from rumi_xarray.model.overviews import RESAMPLINGS, check_file_name
 from rumi_xarray.sources import retry
 from rumi_xarray.sources.location import locate
 from rumi_xarray.sources.redact import redact
@@ -55,6 +65,8 @@ from rumi_xarray.sources.transport import FsspecSource
 
 #: Suffix appended to the Rumi file's name.
 SIDECAR_SUFFIX = ".aux.json"
+#: The sidecar key holding the overview levels (:class:`Overviews`).
+OVERVIEWS = "overviews"
 #: Format marker and version written into every sidecar.
 SIDECAR_FORMAT = "rumi-xarray-sidecar"
 SIDECAR_VERSION = 2
@@ -68,6 +80,161 @@ GEOREF_FACTS = ("crs_wkt", "geotransform")
 #: Every key a sidecar may hold besides its format marker, in catalog column order:
 #: the CF facts (:data:`rumi_xarray.conventions.facts.COLUMNS`) and the georeferencing.
 COLUMNS = (*FACT_COLUMNS, *GEOREF_FACTS)
+
+
+@dataclass(frozen=True)
+class OverviewLevel:
+    """One overview level a sidecar records: a Rumi file beside the base file.
+
+    Attributes
+    ----------
+    factor : int
+        Nominal decimation factor (2, 4, 8...).
+    file : str
+        The level file's name, in the base file's folder (``scene.rumi.ovr2``).
+    height, width : int
+        The level's size.
+    labels_digest : str
+        The digest of the level file's labels, checked when it is opened.
+    """
+
+    factor: int
+    file: str
+    height: int
+    width: int
+    labels_digest: str
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """Return ``(height, width)``."""
+        return (self.height, self.width)
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the level as the sidecar spells it."""
+        return {"factor": self.factor, "file": self.file, "shape": [self.height, self.width],
+                LABELS_DIGEST: self.labels_digest}
+
+    @classmethod
+    def from_json(cls, content: Any) -> OverviewLevel:
+        """Return a level from the sidecar's JSON, checked.
+
+        Raises
+        ------
+        ValueError
+            A missing or malformed key, or a file that is not a plain name.
+        """
+        if not isinstance(content, Mapping):
+            raise ValueError(f"overview level {content!r} is not an object")
+        factor: Any = content.get("factor")
+        shape: Any = content.get("shape")
+        if not _count(factor) or factor < 2:
+            raise ValueError(f"overview factor {factor!r} is not an integer of 2 or more")
+        if not (isinstance(shape, list) and len(shape) == 2 and all(_count(n) and n >= 1
+                                                                     for n in shape)):
+            raise ValueError(f"overview shape {shape!r} is not [height, width]")
+        digest_ = content.get(LABELS_DIGEST)
+        if not isinstance(digest_, str):
+            raise ValueError(f"overview level {factor} has no {LABELS_DIGEST}")
+        return cls(int(factor), check_file_name(content.get("file")), int(shape[0]),
+                   int(shape[1]), digest_)
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+@dataclass(frozen=True)
+class Overviews:
+    """The overview levels of a file, as its sidecar records them.
+
+    Attributes
+    ----------
+    resampling : str
+        ``"average"`` or ``"nearest"``.
+    levels : tuple of OverviewLevel
+        Largest (finest) first: level ``k`` is ``overview_level=k``.
+    """
+
+    resampling: str = "average"
+    levels: tuple[OverviewLevel, ...] = ()
+
+    def __bool__(self) -> bool:
+        """Return whether there is any level."""
+        return bool(self.levels)
+
+    @property
+    def factors(self) -> list[int]:
+        """Return the levels' factors, level 0 first."""
+        return [level.factor for level in self.levels]
+
+    def level(self, index: Any, where: str) -> OverviewLevel:
+        """Return level ``index`` (``overview_level=index``), or raise naming what there is.
+
+        Parameters
+        ----------
+        index : int
+        where : str
+            The file, named in the error.
+
+        Returns
+        -------
+        OverviewLevel
+
+        Raises
+        ------
+        RumiArgumentError
+            ``keyword="overview_level"``: the file has no such level.
+
+        Examples
+        --------
+        >>> Overviews().level(0, "scene.rumi")
+        Traceback (most recent call last):
+        ...
+        rumi_xarray.errors.RumiArgumentError: scene.rumi: overview_level=0 asks for an overview, ...
+        """
+        if not self.levels:
+            raise argument_error(
+                f"{where}: overview_level={index!r} asks for an overview, and it has none "
+                f"(its sidecar records no overview levels; write them with "
+                f"rx.to_rumi(..., overviews='auto') or rumi-xarray convert --overviews auto)",
+                "overview_level", where)
+        if not 0 <= index < len(self.levels):
+            described = ", ".join(f"{i}: factor {lv.factor}, {lv.height}x{lv.width}"
+                                  for i, lv in enumerate(self.levels))
+            raise argument_error(
+                f"{where}: overview_level={index!r} is out of range: it has "
+                f"{len(self.levels)} overview level(s), 0 to {len(self.levels) - 1} "
+                f"({described})", "overview_level", where)
+        return self.levels[index]
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the overviews as the sidecar spells them."""
+        return {"resampling": self.resampling,
+                "levels": [level.to_json() for level in self.levels]}
+
+    @classmethod
+    def from_json(cls, content: Any) -> Overviews:
+        """Return the overviews of a sidecar's ``overviews`` key, checked.
+
+        Raises
+        ------
+        ValueError
+            Anything malformed (a level, an unknown resampling, levels not
+            strictly coarser one after the other).
+        """
+        if content is None:
+            return cls()
+        if not isinstance(content, Mapping) or not isinstance(content.get("levels"), list):
+            raise ValueError(f"{OVERVIEWS} is not an object with levels")
+        resampling = content.get("resampling")
+        if resampling not in RESAMPLINGS:
+            raise ValueError(f"overview resampling {resampling!r} is not one of "
+                             f"{list(RESAMPLINGS)}")
+        levels = tuple(OverviewLevel.from_json(level) for level in content["levels"])
+        factors = [level.factor for level in levels]
+        if any(b <= a for a, b in itertools.pairwise(factors)):
+            raise ValueError(f"overview factors {factors} are not increasing")
+        return cls(str(resampling), levels)
 
 
 @dataclass(frozen=True)
@@ -87,16 +254,20 @@ class Sidecar:
         The digest of the file's labels when it was written
         (:func:`~rumi_xarray.conventions.digests.labels_digest`); not a
         catalog column (a row has its own digest).
+    overviews : Overviews
+        The file's overview levels (none by default).
     """
 
     facts: Facts = field(default_factory=Facts)
     crs_wkt: str | None = None
     geotransform: str | None = None
     labels_digest: str | None = None
+    overviews: Overviews = field(default_factory=Overviews)
 
     def __bool__(self) -> bool:
         """Return whether there is anything to record."""
-        return bool(self.facts) or bool(self.georef()) or self.labels_digest is not None
+        return (bool(self.facts) or bool(self.georef()) or self.labels_digest is not None
+                or bool(self.overviews))
 
     def check_labels(self, meta: Any, where: str) -> None:
         """Raise when the file's labels are not those recorded when it was written.
@@ -145,7 +316,8 @@ class Sidecar:
         dict
         """
         recorded = {} if self.labels_digest is None else {LABELS_DIGEST: self.labels_digest}
-        return {**self.facts.to_json(), **self.georef(), **recorded}
+        levels = {OVERVIEWS: self.overviews.to_json()} if self.overviews else {}
+        return {**self.facts.to_json(), **self.georef(), **recorded, **levels}
 
     @classmethod
     def from_json(cls, content: Mapping[str, Any]) -> Sidecar:
@@ -162,12 +334,13 @@ class Sidecar:
         Raises
         ------
         ValueError
-            A number that is not one.
+            A number that is not one, malformed overview levels.
         """
         recorded = content.get(LABELS_DIGEST)
         if recorded is not None and not isinstance(recorded, str):
             raise ValueError(f"{LABELS_DIGEST} {recorded!r} is not a digest")
-        return cls(Facts.from_json(content), *_georef(content), labels_digest=recorded)
+        return cls(Facts.from_json(content), *_georef(content), labels_digest=recorded,
+                   overviews=Overviews.from_json(content.get(OVERVIEWS)))
 
     def to_columns(self) -> dict[str, Any]:
         """Return the catalog row's sidecar columns (None where unknown).
@@ -249,6 +422,48 @@ def sidecar_path(source: str) -> str:
                 head, tail = source.split(mark, 1)
                 return head + SIDECAR_SUFFIX + mark + tail
     return source + SIDECAR_SUFFIX
+
+
+def sibling(source: Any, name: str) -> Any:
+    """Return the source of the file ``name`` in the same folder as ``source``.
+
+    How a sidecar's overview files are found: a local path's folder, a URL's
+    last path segment replaced (its query string kept, as for the sidecar),
+    an fsspec source's URL so, with the same options.
+
+    Parameters
+    ----------
+    source : str or FsspecSource
+        A resolved source (:func:`rumi_xarray.sources.resolve.resolve`).
+    name : str
+        A plain file name (:func:`~rumi_xarray.model.overviews.check_file_name`).
+
+    Returns
+    -------
+    str or FsspecSource
+
+    Raises
+    ------
+    RumiArgumentError
+        ``source`` is file content or a file object: it has no folder.
+
+    Examples
+    --------
+    >>> sibling("https://host/data/scene.rumi?sig=1", "scene.rumi.ovr2")
+    'https://host/data/scene.rumi.ovr2?sig=1'
+    """
+    if isinstance(source, FsspecSource):
+        return FsspecSource(sibling(source.url, name), source.storage_options)
+    if not isinstance(source, str):
+        where = getattr(source, "name", type(source).__name__)
+        raise argument_error(f"{where}: the file's content or a file object has no folder to "
+                             f"find {name} in; open it by path or URL", "overview_level",
+                             str(where))
+    if locate(source).url:
+        parts = urlsplit(source)
+        folder = parts.path[:parts.path.rfind("/") + 1]
+        return urlunsplit(parts._replace(path=folder + quote(name)))
+    return os.path.join(os.path.dirname(source), name)
 
 
 def read_sidecar(source: Any, storage_options: Mapping[str, Any] | None = None,
@@ -499,7 +714,7 @@ class SidecarUpdate:
         self.content = sidecar.to_json()
         self.temporary: str | None = None
 
-    def stage(self, labels: str | None = None) -> None:
+    def stage(self, labels: str | None = None, overviews: Overviews | None = None) -> None:
         """Write the new sidecar to a temporary file beside the target.
 
         Parameters
@@ -508,9 +723,13 @@ class SidecarUpdate:
             The digest of the labels of the file just written
             (:func:`~rumi_xarray.conventions.digests.labels_digest`), known
             only once it is written.
+        overviews : Overviews, optional
+            The overview levels written beside it.
         """
         if labels is not None:
             self.content[LABELS_DIGEST] = labels
+        if overviews:
+            self.content[OVERVIEWS] = overviews.to_json()
         if not self.content:
             return
         directory = os.path.dirname(os.path.abspath(self.target))

@@ -30,7 +30,7 @@ from rumi_xarray import progress as progress_bars
 from rumi_xarray.conventions import cf
 from rumi_xarray.conventions.digests import labels_digest
 from rumi_xarray.conventions.facts import Facts
-from rumi_xarray.conventions.sidecar import Sidecar, SidecarUpdate, sidecar_path
+from rumi_xarray.conventions.sidecar import Overviews, Sidecar, SidecarUpdate, sidecar_path
 from rumi_xarray.errors import (
     RumiError,
     RumiUnsupportedError,
@@ -40,6 +40,7 @@ from rumi_xarray.errors import (
     input_error,
     with_context,
 )
+from rumi_xarray.model import overviews as levels_model
 from rumi_xarray.native import reads
 from rumi_xarray.native.files import write_file
 from rumi_xarray.native.frames import (
@@ -53,6 +54,7 @@ from rumi_xarray.native.frames import (
     frame_specs,
 )
 from rumi_xarray.sources.location import locate
+from rumi_xarray.write import overviews as level_files
 from rumi_xarray.write.atomic import atomic_path
 from rumi_xarray.write.prepare import prepare
 
@@ -69,7 +71,8 @@ def write_array(path: str | os.PathLike[str], data: Any, *, bands: Sequence[str]
                 nodata: Any = None, scale_factor: float | None = None,
                 add_offset: float | None = None, units: str | None = None,
                 decoded_dtype: Any = None, crs_wkt: str | None = None,
-                geotransform: str | None = None, any_suffix: bool = False) -> bytes:
+                geotransform: str | None = None, any_suffix: bool = False,
+                overviews: Any = None, overview_resampling: str = "average") -> bytes:
     """Write a ``(time, band, y, x)`` array as a Rumi file.
 
     Nodata, scale, offset and units go to the sidecar ``<path>.aux.json``
@@ -128,6 +131,17 @@ def write_array(path: str | os.PathLike[str], data: Any, *, bands: Sequence[str]
     any_suffix : bool, default False
         Write ``path`` even when its name does not end in ``.rumi`` (see
         ``check_suffix``).
+    overviews : None, "auto" or list of int, optional
+        Overview levels, as GDAL's COG driver makes them: ``"auto"`` halves
+        the image until it fits within one tile (``OVERVIEWS=AUTO``), a list
+        of factors such as ``[2, 4, 8]`` makes a level of ``ceil(size /
+        factor)`` pixels per factor (``gdaladdo``). Each level is the Rumi
+        file ``<path>.ovr<factor>`` beside ``path``, recorded in its sidecar;
+        ``xr.open_dataset(path, engine="rumi", overview_level=k)`` opens it.
+        Levels of an earlier write that are not made again are removed.
+    overview_resampling : {"average", "nearest"}, default "average"
+        How levels are computed, each from the previous one, exactly as GDAL
+        computes ``AVERAGE`` (nodata left out) and ``NEAREST``.
 
     Returns
     -------
@@ -138,7 +152,8 @@ def write_array(path: str | os.PathLike[str], data: Any, *, bands: Sequence[str]
     ------
     RumiWriteValueError
         An option, label or value that cannot be stored (also a
-        ``ValueError``), raised before anything is written.
+        ``ValueError``), raised before anything is written; an
+        ``overview_resampling`` other than average and nearest.
     TypeError
         A sample type Rumi cannot store.
     RumiWriteError
@@ -174,17 +189,47 @@ def write_array(path: str | os.PathLike[str], data: Any, *, bands: Sequence[str]
             cf.cf_attributes(facts, dtype, target)  # nodata fits the samples, known types
         except RumiError as exc:
             raise ValueError(str(exc)) from None
+        t, b, h, w = (int(n) for n in data.shape)
+        levels = levels_model.plan_levels(h, w, overviews, tile_size)
+        resampling = levels_model.check_resampling(overview_resampling)
+        if levels:
+            levels_model.check_dtype(dtype, resampling)
     sidecar = SidecarUpdate(target, Sidecar(facts, crs_wkt, geotransform))
+    recorded = Overviews(resampling)
     with atomic_path(target) as temporary:
         try:
-            t, b, h, w = (int(n) for n in data.shape)
             table, specs = frame_specs((t, b, h, w), dtype, pattern, tile_size)
             payloads = _compress_all(data, specs, compress, progress, target)
             header = write_file(temporary, table, payloads, bands=bands, time=time,
                                 transform=transform, crs=crs, pixel_is_point=pixel_is_point)
+            if levels:
+                # From the stored samples: the array when it holds them (in memory,
+                # lossless), else each plane read back from the file just written.
+                exact = isinstance(data, np.ndarray) and error is None
+                samples = level_files.compute_levels(
+                    data, dtype, None if exact else temporary, header, levels, resampling,
+                    facts.nodata, progress)
+
+                def write_level(level_path: str, array: np.ndarray,
+                                level_transform: tuple[float, ...] | None,
+                                level_geotransform: str | None) -> str:
+                    write_array(level_path, array, bands=bands, time=time,
+                                transform=level_transform, crs=crs,
+                                pixel_is_point=pixel_is_point, tile_size=tile_size,
+                                codec=codec, error=error, pattern=pattern, progress=False,
+                                nodata=nodata, scale_factor=scale_factor,
+                                add_offset=add_offset, units=units,
+                                decoded_dtype=decoded_dtype, crs_wkt=crs_wkt,
+                                geotransform=level_geotransform, any_suffix=True)
+                    return labels_digest(reads.info(level_path), level_path)
+
+                recorded = level_files.write_levels(
+                    target, samples, levels, resampling, base_shape=(h, w),
+                    transform=transform, pixel_is_point=pixel_is_point,
+                    geotransform=geotransform, write=write_level)
             # The labels as a reader will decode them from the written trailer: librumi's
             # frame checksums do not cover them, the sidecar's digest does.
-            sidecar.stage(labels_digest(reads.info(temporary), target))
+            sidecar.stage(labels_digest(reads.info(temporary), target), recorded)
         except RumiError:
             sidecar.discard()
             raise
@@ -203,6 +248,8 @@ def write_array(path: str | os.PathLike[str], data: Any, *, bands: Sequence[str]
     except OSError as exc:
         raise with_context(exc, f"{sidecar_path(target)}: cannot write the sidecar",
                            source=target, kind=RumiWriteError) from exc
+    # Levels an earlier write made and this one did not: no sidecar records them now.
+    level_files.remove_stale(target, [level.file for level in recorded.levels])
     return header
 
 
@@ -342,7 +389,8 @@ def to_rumi(obj: xr.DataArray | xr.Dataset, path: str | os.PathLike[str], *,
             error: Any = None, band_dim: str = "band", time_dim: str = "time",
             variable: Hashable | None = None, time: Any = None, crs: Any = None,
             progress: bool | None = None, encode_cf: bool = True, dtype: Any = None,
-            masks: str = "nodata", any_suffix: bool = False) -> bytes:
+            masks: str = "nodata", any_suffix: bool = False, overviews: Any = None,
+            overview_resampling: str = "average") -> bytes:
     """Write an xarray object as a Rumi file.
 
     What is written, and where it comes from:
@@ -457,6 +505,16 @@ def to_rumi(obj: xr.DataArray | xr.Dataset, path: str | os.PathLike[str], *,
         Write ``path`` even when its name does not end in ``.rumi`` (refused
         by default: GDAL and other tools that go by the suffix fail on a
         Rumi file named ``.tif``).
+    overviews : None, "auto" or list of int, optional
+        Overview levels as GDAL's COG driver makes them: ``"auto"`` halves
+        the image until it fits within one tile (``OVERVIEWS=AUTO``), a list
+        of factors such as ``[2, 4, 8]`` makes levels of ``ceil(size /
+        factor)`` pixels (``gdaladdo``). Level ``k`` is the Rumi file
+        ``<path>.ovr<factor>`` beside ``path``, recorded in the sidecar and
+        opened with ``xr.open_dataset(path, engine="rumi", overview_level=k)``.
+    overview_resampling : {"average", "nearest"}, default "average"
+        GDAL's ``AVERAGE`` (nodata left out of the averages) or ``NEAREST``,
+        computed as GDAL computes them; other resamplings are refused.
 
     Returns
     -------
@@ -497,6 +555,9 @@ def to_rumi(obj: xr.DataArray | xr.Dataset, path: str | os.PathLike[str], *,
         check_suffix(target, any_suffix)
         pattern = _pattern(target, frame, None)
         _check_tile_size(target, tile_size)
+        # Refused before the data is prepared (the sizes are checked by write_array).
+        levels_model.plan_levels(1, 1, overviews, tile_size)
+        levels_model.check_resampling(overview_resampling)
         prepared = prepare(obj, target, band_dim=band_dim, time_dim=time_dim,
                            variable=variable, time=time, crs=crs,
                            chunks=write_chunks(frame_axes(pattern, tile_size), tile_size),
@@ -510,4 +571,5 @@ def to_rumi(obj: xr.DataArray | xr.Dataset, path: str | os.PathLike[str], *,
                        nodata=facts.nodata, scale_factor=facts.scale, add_offset=facts.offset,
                        units=facts.units, decoded_dtype=facts.decoded_dtype,
                        crs_wkt=prepared.sidecar.crs_wkt,
-                       geotransform=prepared.sidecar.geotransform, any_suffix=any_suffix)
+                       geotransform=prepared.sidecar.geotransform, any_suffix=any_suffix,
+                       overviews=overviews, overview_resampling=overview_resampling)

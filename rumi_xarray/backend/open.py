@@ -96,6 +96,7 @@ def open_rumi(filename_or_obj: Any, *, drop_variables: str | Iterable[str] | Non
                                        storage_options=storage_options, pending=pending)
         level = found.overviews.level(int(overview_level), keywords.where(filename_or_obj))
         scene, meta = scene_of(sidecars.sibling(source, level.file), header)
+        scene = replace(scene, overview=(int(overview_level), level.factor))
         replace(found, labels_digest=level.labels_digest).check_labels(meta, scene.name)
         if found.geotransform is not None:
             # A grid without an EPSG code: the level's own sidecar holds its scaled grid.

@@ -33,6 +33,10 @@ class Explanation:
     tables : tuple of str
         For cubes over catalog tables on disk: what opening read from each
         table, what it left there, and that tasks read their own rows.
+    overviews : tuple of str
+        The overview levels read instead of full resolution
+        (``overview_level=``, or a resolution a catalog picked), with how many
+        files each; empty when every read is at full resolution.
 
     Examples
     --------
@@ -51,6 +55,7 @@ class Explanation:
     decoded_bytes: int
     ranges: int
     tables: tuple[str, ...] = ()
+    overviews: tuple[str, ...] = ()
 
     @staticmethod
     def total(parts: Sequence[Explanation]) -> Explanation:
@@ -70,13 +75,14 @@ class Explanation:
             compressed_bytes=sum(p.compressed_bytes for p in parts),
             decoded_bytes=sum(p.decoded_bytes for p in parts),
             ranges=sum(p.ranges for p in parts),
-            tables=tuple(dict.fromkeys(t for p in parts for t in p.tables)))
+            tables=tuple(dict.fromkeys(t for p in parts for t in p.tables)),
+            overviews=tuple(dict.fromkeys(o for p in parts for o in p.overviews)))
 
     def __str__(self) -> str:
         text = (f"{self.calls} native read call(s), {self.items} window(s), {self.frames} "
                 f"frame(s): {human_size(self.compressed_bytes)} compressed in {self.ranges} "
                 f"range(s) -> {human_size(self.decoded_bytes)} decoded")
-        return "\n".join((text, *self.tables))
+        return "\n".join((text, *self.overviews, *self.tables))
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         # IPython and Jupyter show the sentence ``print`` shows, not the dataclass fields

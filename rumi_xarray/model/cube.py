@@ -36,12 +36,16 @@ class Scene:
         ``(size, mtime_ns, inode)`` of a local file when it was opened, so
         that reading it after a rewrite raises instead of decoding new bytes
         with the old header.
+    overview : tuple of int, optional
+        ``(level, factor)`` when the source is an overview level of a file
+        (``overview_level=``), said by ``explain()``.
     """
 
     source: Any = field(repr=False)
     header: bytes = field(repr=False)
     catalog_row: int | str | None = None
     stamp: tuple[int, int, int] | None = field(default=None, repr=False)
+    overview: tuple[int, int] | None = None
 
     @property
     def name(self) -> str:

@@ -424,7 +424,8 @@ def _materialize(windows: Sequence[CallItem], times: list[int] | None, bands: li
         ranges = [r for i in indices
                   for r in plan_ranges(scene, times, bands, windows[i][1], windows[i][2],
                                        height, width)]
-        local = Scene(scene.source.image(ranges), scene.header, scene.catalog_row)
+        local = Scene(scene.source.image(ranges), scene.header, scene.catalog_row,
+                      overview=scene.overview)
         for i in indices:
             out[i] = (local, windows[i][1], windows[i][2])
     return out
@@ -645,15 +646,22 @@ def explain_calls(calls: Iterable[tuple[Cube, Call]], tables: tuple[str, ...] = 
     Explanation
     """
     n_calls = items = frames = compressed = decoded = nranges = 0
+    levels: dict[tuple[int, int], set[str]] = {}
     for cube, call in calls:
         n_calls += 1
         items += len(call.scenes)
         decoded += call.nbytes(cube.grid.dtype.itemsize)
         for s, r, c in zip(call.scenes, call.rows, call.cols, strict=True):
+            overview = cube.scenes[s].overview
+            if overview is not None:
+                levels.setdefault(overview, set()).add(cube.scenes[s].name)
             ranges = plan_ranges(cube.scenes[s], call.times, call.bands, r, c, call.height,
                                  call.width)
             frames += len(ranges)
             nranges += len(ranges)
             compressed += sum(length for _, length in ranges)
+    said = tuple(f"reads overview level {level} (factor {factor}) of {len(names)} file(s), "
+                 f"not full resolution: {sorted(names)[0]}{', ...' if len(names) > 1 else ''}"
+                 for (level, factor), names in sorted(levels.items()))
     return Explanation(calls=n_calls, items=items, frames=frames, compressed_bytes=compressed,
-                       decoded_bytes=decoded, ranges=nranges, tables=tables)
+                       decoded_bytes=decoded, ranges=nranges, tables=tables, overviews=said)

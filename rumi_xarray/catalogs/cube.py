@@ -24,6 +24,7 @@ from rumi_xarray.backend import (
     accessor,  # noqa: F401  (registers the .rumi accessor)
     dataset,
 )
+from rumi_xarray.catalogs import levels
 from rumi_xarray.catalogs.index import GRIDS_HINT, epsg_label
 from rumi_xarray.catalogs.table import (
     COLUMNS,
@@ -146,7 +147,8 @@ def open_catalog(table: pd.DataFrame | str | os.PathLike[str], *, chunks: Any = 
                  duplicates: str = "keep", band_as_variable: bool = False,
                  mask_and_scale: bool | None = None, decode_times: bool = True,
                  storage_options: dict[str, Any] | None = None, time: Any = None,
-                 bbox: Any = None, coords: Any = "numeric") -> xr.Dataset:
+                 bbox: Any = None, coords: Any = "numeric",
+                 resolution: Any = None) -> xr.Dataset:
     """Open the scenes of a catalog as one cube, without any request to the files.
 
     Rows are stacked along ``time``, sorted by time; rows with the same time
@@ -205,6 +207,15 @@ def open_catalog(table: pd.DataFrame | str | os.PathLike[str], *, chunks: Any = 
         coordinates (numbers, booleans and times by default; strings cost
         more and are left in the table unless named, as ``explain()`` says).
         Rows in memory always give every scalar column.
+    resolution : float or (float, float), optional
+        The pixel size wanted, in the CRS's units: the scenes are read at
+        the overview level odc-stac would read for it (the coarsest level
+        whose factor is not larger than the shrink the resolution allows;
+        full resolution when none is), as the catalog's ``overviews`` column
+        records them (``rx.to_rumi(..., overviews=...)``, ``rx.ingest``). The
+        cube has that level's grid (its pixel size is the level's, not
+        exactly ``resolution``: nothing is resampled). Every scene needs the
+        same levels.
 
     Returns
     -------
@@ -238,7 +249,8 @@ def open_catalog(table: pd.DataFrame | str | os.PathLike[str], *, chunks: Any = 
         ds = _open_table(os.fsdecode(table), storage_options=storage_options, time=time,
                          duplicates=duplicates, coords=coords,
                          band_as_variable=band_as_variable,
-                         mask_and_scale=mask_and_scale, decode_times=decode_times)
+                         mask_and_scale=mask_and_scale, decode_times=decode_times,
+                         resolution=resolution)
         return _finish(ds, time, bbox, chunks)
     if hasattr(table, "to_pandas") and not isinstance(table, pd.DataFrame):
         table = table.to_pandas()  # a pyarrow Table of catalog rows
@@ -256,6 +268,7 @@ def open_catalog(table: pd.DataFrame | str | os.PathLike[str], *, chunks: Any = 
     if missing:
         raise RumiCatalogKeyError(f"the catalog lacks column(s) {missing}; build it with "
                                   f"rumi_xarray.catalog(...)")
+    rows, overview = _at_resolution(rows, resolution)
     rows = rows.assign(_row=np.arange(len(rows)))
     for i, value in enumerate(rows["time_seconds"]):  # ordering needs every row's time
         check_times(value, f"catalog row {i} ({source_name(rows['path'].iloc[i])})")
@@ -274,7 +287,8 @@ def open_catalog(table: pd.DataFrame | str | os.PathLike[str], *, chunks: Any = 
     hrefs = Hrefs.of_catalog(None, allowed=options.option("allowed_hrefs"))
     scenes = tuple(
         Scene(resolve.resolve(hrefs.follow(p, f"catalog row {int(r)}"),
-                              storage_options=storage_options), bytes(h), int(r))
+                              storage_options=storage_options), bytes(h), int(r),
+              overview=overview)
         for p, h, r in zip(rows["path"], rows["header"], rows["_row"], strict=True))
     steps = tuple((s, t) for s, g in enumerate(grids) for t in range(g.time_count))
     cube = Cube(scenes, grids[0], steps)
@@ -283,6 +297,34 @@ def open_catalog(table: pd.DataFrame | str | os.PathLike[str], *, chunks: Any = 
                        decoders={"decode_times": decode_times}, mask_and_scale=mask_and_scale)
     ds = ds.assign_coords(_extra_coords(rows, [g.time_count for g in grids]))
     return _finish(ds, time, bbox, chunks)
+
+
+def _at_resolution(rows: pd.DataFrame, resolution: Any
+                   ) -> tuple[pd.DataFrame, tuple[int, int] | None]:
+    """Return the rows rewritten to read the overview level ``resolution`` picks.
+
+    The level is chosen on the first row (every row must record the same
+    levels), by odc-stac's rule; ``(level, factor)`` is returned with the
+    rows, ``None`` when full resolution is read.
+    """
+    if resolution is None:
+        return rows, None
+    records = rows.to_dict("records")
+    label = f"catalog row 0 ({source_name(records[0].get('path'))})"
+    factors = levels.factors_of(records[0], label)
+    level = levels.choose(cell_list(records[0].get("transform")), factors, resolution, label)
+    if level is None:
+        return rows, None
+    out = []
+    for i, record in enumerate(records):
+        where = f"catalog row {i} ({source_name(record.get('path'))})"
+        if levels.factors_of(record, where) != factors:
+            raise RumiCatalogError(
+                f"{where}: its overview levels (factors {levels.factors_of(record, where)}) "
+                f"differ from catalog row 0's ({factors}); a cube read at a resolution needs "
+                f"the same levels in every scene")
+        out.append(levels.row_at_level(record, level, where))
+    return pd.DataFrame(out, columns=rows.columns), (level, factors[level])
 
 
 def _check_digests(rows: pd.DataFrame, of: str = "") -> None:
@@ -388,18 +430,20 @@ def _bbox_window(ds: xr.Dataset, bbox: Any) -> dict[str, slice]:
 
 def _open_table(url: str, *, storage_options: dict[str, Any] | None, time: Any,
                 duplicates: str, coords: Any, band_as_variable: bool,
-                mask_and_scale: bool | None, decode_times: bool) -> xr.Dataset:
+                mask_and_scale: bool | None, decode_times: bool,
+                resolution: Any = None) -> xr.Dataset:
     """Open a catalog table on disk as an index (see ``rumi_xarray.catalogs.index``)."""
     from rumi_xarray.catalogs import index as tables
     from rumi_xarray.model.cube import UniformSteps
 
     with _reading_table(source_name(url)):
         idx, facts = tables.open_index(url, storage_options=storage_options, time=time,
-                                       duplicates=duplicates, coords=coords)
+                                       duplicates=duplicates, coords=coords,
+                                       resolution=resolution)
     ref, grid = facts["reference"], idx.reference.grid
     target = idx.hrefs.follow(ref["path"], f"catalog row {facts['reference_label']}")
     first = Scene(resolve.resolve(target, storage_options=storage_options),
-                  bytes(ref["header"]), facts["reference_label"])
+                  bytes(ref["header"]), facts["reference_label"], overview=idx.overview)
     scenes = tables.TableScenes(idx, first, str(facts["cost"]))
     cube = Cube(scenes, grid, UniformSteps(idx.scenes, grid.time_count))
     seconds, bounds = facts["seconds"], facts["bounds"]
@@ -526,7 +570,7 @@ def open_mfdataset(sources_: str | os.PathLike[str] | Iterable[Any], *, chunks: 
                    duplicates: str = "keep", band_as_variable: bool = False,
                    mask_and_scale: bool | None = None, decode_times: bool = True,
                    storage_options: dict[str, Any] | None = None,
-                   max_workers: int = 16) -> xr.Dataset:
+                   max_workers: int = 16, resolution: Any = None) -> xr.Dataset:
     """Open many Rumi files (a list or a glob) as one dask-backed cube.
 
     Equivalent to ``open_catalog(catalog(sources), chunks=chunks)``: metadata
@@ -544,6 +588,9 @@ def open_mfdataset(sources_: str | os.PathLike[str] | Iterable[Any], *, chunks: 
         As for :func:`open_catalog`.
     storage_options : dict, optional
     max_workers : int, default 16
+    resolution : float or (float, float), optional
+        Read the overview level this pixel size picks (as for
+        :func:`open_catalog`).
 
     Returns
     -------
@@ -560,5 +607,5 @@ def open_mfdataset(sources_: str | os.PathLike[str] | Iterable[Any], *, chunks: 
     return open_catalog(table, chunks={} if chunks is None else chunks,
                         duplicates=duplicates, band_as_variable=band_as_variable,
                         mask_and_scale=mask_and_scale, decode_times=decode_times,
-                        storage_options=storage_options)
+                        storage_options=storage_options, resolution=resolution)
 

@@ -45,7 +45,7 @@ import numpy as np
 import pandas as pd
 
 from rumi_xarray import options
-from rumi_xarray.catalogs import identity
+from rumi_xarray.catalogs import identity, levels
 from rumi_xarray.catalogs.identity import FileIdentity
 from rumi_xarray.catalogs.table import (
     ROW_DIGEST,
@@ -73,7 +73,7 @@ UNIFORM = ("crs", "height", "width", "band_count", "time_count", "dtype", "tile_
            "tile_width", "frame_layout")
 #: Columns a task reads to use and check a scene.
 ROW_COLUMNS = ("path", "header", "time_seconds", "bands", "transform", "crs", "pixel_is_point",
-               *sidecars.COLUMNS)
+               *sidecars.COLUMNS, levels.COLUMN)
 #: The other columns a row's digest covers, read with it to check it
 #: (:func:`rumi_xarray.catalogs.table.check_row`).
 DIGEST_COLUMNS = ("time", "time_seconds", "time_bounds", ROW_DIGEST)
@@ -159,12 +159,18 @@ class TableIndex:
         location) and where they may lead, fixed at open so that every worker
         resolves a row as the client does; by default the table's location
         with no allow-list.
+    overview : (int, int), optional
+        ``(level, factor)`` when every scene is read at that overview level
+        (``resolution=``), with ``factors`` the levels every row must record.
+    factors : tuple of int
     """
 
     def __init__(self, url: str, files: tuple[str, ...], groups: tuple[Group, ...],
                  runs: np.ndarray, scenes: int, reference: Reference,
                  storage_options: Mapping[str, Any] | None, local: bool,
-                 identities: tuple[FileIdentity, ...], hrefs: Hrefs | None = None) -> None:
+                 identities: tuple[FileIdentity, ...], hrefs: Hrefs | None = None,
+                 overview: tuple[int, int] | None = None,
+                 factors: tuple[int, ...] = ()) -> None:
         self.url = url
         self.hrefs = hrefs if hrefs is not None else Hrefs.of_catalog(url)
         self.files = files
@@ -175,8 +181,11 @@ class TableIndex:
         self.storage_options = dict(storage_options or {})
         self.local = local
         self.identities = identities
+        self.overview = overview
+        self.factors = tuple(factors)
         self.token = (url, files, identities,
-                      tuple((g.file, g.group, g.rows) for g in groups), self.runs.tobytes())
+                      tuple((g.file, g.group, g.rows) for g in groups), self.runs.tobytes(),
+                      overview)
 
     def locate(self, scene: int) -> tuple[int, int]:
         """Return ``(group index, row within the group)`` of cube scene ``scene``."""
@@ -411,7 +420,8 @@ def _list_values(column: Any) -> tuple[np.ndarray, np.ndarray]:
 
 
 def open_index(url: str, *, storage_options: Mapping[str, Any] | None, time: Any,
-               duplicates: str, coords: Any) -> tuple[TableIndex, dict[str, Any]]:
+               duplicates: str, coords: Any, resolution: Any = None
+               ) -> tuple[TableIndex, dict[str, Any]]:
     """Read what defines a cube over a catalog table, and the index its tasks use.
 
     Parameters
@@ -426,13 +436,17 @@ def open_index(url: str, *, storage_options: Mapping[str, Any] | None, time: Any
         read for paths to order ties by).
     coords : "numeric", "all", sequence of str or None
         Extra columns read as time coordinates.
+    resolution : float or (float, float), optional
+        Read every scene at the overview level this resolution picks
+        (``rumi_xarray.catalogs.levels``), chosen on the reference row.
 
     Returns
     -------
     tuple
         The index and the open-time facts: ``seconds`` (``(n, T)`` int64 in
         cube order), ``bounds`` (``(n, T, 2)`` or None), ``reference`` (a
-        row as a dict), ``coords`` (name -> values in cube order), ``cost``.
+        row as a dict, at the level read), ``coords`` (name -> values in
+        cube order), ``cost``.
 
     Raises
     ------
@@ -445,13 +459,15 @@ def open_index(url: str, *, storage_options: Mapping[str, Any] | None, time: Any
     # One open is one read of the table: a transient failure anywhere in it makes the
     # whole open again (nothing of a half-read table is kept).
     return retry.retrying(lambda: _open_index(url, storage_options=storage_options, time=time,
-                                              duplicates=duplicates, coords=coords),
+                                              duplicates=duplicates, coords=coords,
+                                              resolution=resolution),
                           f"opening the catalog table {source_name(url)}",
                           source=source_name(url))
 
 
 def _open_index(url: str, *, storage_options: Mapping[str, Any] | None, time: Any,
-                duplicates: str, coords: Any) -> tuple[TableIndex, dict[str, Any]]:
+                duplicates: str, coords: Any, resolution: Any = None
+                ) -> tuple[TableIndex, dict[str, Any]]:
     fs, files, local = list_files(url, storage_options)
     lo, hi = time_bounds(time)
     cost = OpenCost(files=len(files))
@@ -579,6 +595,15 @@ def _open_index(url: str, *, storage_options: Mapping[str, Any] | None, time: An
     from rumi_xarray.native import reads
 
     label = f"{ref_group.start + int(within[0])} of {file_label(url, files, ref_group.file)}"
+    # At a resolution: the level it picks, on the reference row (checked as stored above).
+    where = f"catalog row {label} ({source_name(reference['path'])})"
+    factors = levels.factors_of(reference, where)
+    overview = None
+    if resolution is not None:
+        level = levels.choose(reference.get("transform"), factors, resolution, where)
+        if level is not None:
+            reference = levels.row_at_level(reference, level, where)
+            overview = (level, factors[level])
     try:
         grid = Grid.from_metadata(reads.header_info(bytes(reference["header"])))
     except (ValueError, TypeError) as exc:
@@ -595,7 +620,7 @@ def _open_index(url: str, *, storage_options: Mapping[str, Any] | None, time: An
                     grid=grid)
     hrefs = table_hrefs(url, storage_options, files)
     index = TableIndex(url, files, tuple(chosen), runs, len(order), ref, storage_options,
-                       local, tuple(identities), hrefs)
+                       local, tuple(identities), hrefs, overview, tuple(factors))
     facts = {"seconds": seconds[order], "bounds": None if bounds is None else bounds[order],
              "reference": reference, "reference_label": label, "coords": extra,
              "cost": cost}
@@ -832,16 +857,30 @@ class TableScenes(Sequence[Scene]):
         cols = rows.columns
         grp = self.table.groups[group]
         label = f"{grp.start + row} of {self.table.file_name(grp.file)}"
-        path, header = cols["path"][row], cols["header"][row]
+        overview = self.table.overview
+        if overview is not None:
+            # Checked as stored, then read as its level file (as the reference row is).
+            stored = {k: v[row] for k, v in cols.items()}
+            where = f"catalog row {label} ({source_name(stored.get('path'))})"
+            check_row_digest(stored, where)
+            if tuple(levels.factors_of(stored, where)) != self.table.factors:
+                raise RumiCatalogError(
+                    f"{where}: its overview levels (factors "
+                    f"{levels.factors_of(stored, where)}) differ from the reference row's "
+                    f"({list(self.table.factors)}); a cube read at a resolution needs the "
+                    f"same levels in every scene")
+            cols = {k: [v] for k, v in levels.row_at_level(stored, overview[0], where).items()}
+        at = 0 if overview is not None else row
+        path, header = cols["path"][at], cols["header"][at]
         if not isinstance(header, bytes):
             raise RumiCatalogError(f"catalog row {label} ({source_name(path)}): bad header: "
                                    f"{header!r} is not the bytes of a Rumi header")
         # Judged before anything is opened, by the rules fixed when the table was opened.
         target = self.table.hrefs.follow(path, f"catalog row {label}")
-        _check_row(self.table, cols, row, label, path, header)
+        _check_row(self.table, cols, at, label, path, header)
         scene = Scene(resolve.resolve(target,
                                       storage_options=self.table.storage_options or None),
-                      header, label)
+                      header, label, overview=overview)
         rows.scenes[row] = scene
         return scene
 

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from rumi_xarray import options
+from rumi_xarray.catalogs import levels
 from rumi_xarray.conventions import sidecar as sidecars
 from rumi_xarray.conventions.digests import digest
 from rumi_xarray.conventions.facts import is_null
@@ -50,11 +51,14 @@ DIGESTED = ("path", "header", "time", "time_seconds", "time_bounds", "bands", "t
             "crs", "pixel_is_point", "time_count", "band_count", "height", "width", "dtype",
             "tile_height", "tile_width", "frame_layout", *sidecars.COLUMNS)
 #: The column holding the digest of every other catalog column of its row
-#: (:func:`rumi_xarray.conventions.digests.digest` of :data:`DIGESTED`): Parquet as
-#: pandas writes it has no page checksums, and a flipped bit must not move a scene in
-#: time or change its facts silently.
+#: (:func:`rumi_xarray.conventions.digests.digest` of :data:`DIGESTED`, and of
+#: ``overviews`` when the row has levels): Parquet as pandas writes it has no page
+#: checksums, and a flipped bit must not move a scene in time or change its facts silently.
 ROW_DIGEST = "row_digest"
-COLUMNS = (*DIGESTED, ROW_DIGEST)
+#: The file's overview levels (JSON text, null without: ``rumi_xarray.catalogs.levels``).
+#: Digested only when not null, so rows catalogued before it keep their digests.
+OVERVIEWS = levels.COLUMN
+COLUMNS = (*DIGESTED, OVERVIEWS, ROW_DIGEST)
 
 
 def _expand(sources_: str | os.PathLike[str] | Sequence[Any],
@@ -140,7 +144,8 @@ def cell_list(value: Any) -> list[Any] | None:
 def catalog_row(path: Any, header: bytes, grid: Grid, seconds: Sequence[int],
                 bounds: Sequence[Sequence[int]] | None, bands: Sequence[str],
                 transform: Sequence[float] | None, crs: int | None,
-                pixel_is_point: bool | None, sidecar: Sidecar) -> dict[str, Any]:
+                pixel_is_point: bool | None, sidecar: Sidecar,
+                overviews: str | None = None) -> dict[str, Any]:
     """Return one catalog row (:data:`COLUMNS`) from what a file's metadata say.
 
     The one place a row is built: from a file's metadata (:func:`catalog`) and
@@ -162,6 +167,8 @@ def catalog_row(path: Any, header: bytes, grid: Grid, seconds: Sequence[int],
     pixel_is_point : bool or None
     sidecar : Sidecar
         The facts of the file's sidecar (its last columns).
+    overviews : str, optional
+        The file's overview levels (:func:`rumi_xarray.catalogs.levels.column_text`).
 
     Returns
     -------
@@ -187,6 +194,7 @@ def catalog_row(path: Any, header: bytes, grid: Grid, seconds: Sequence[int],
         "tile_width": grid.tile_width,
         "frame_layout": grid.frame_layout,
         **sidecar.to_columns(),
+        OVERVIEWS: overviews,
     }
     row[ROW_DIGEST] = row_digest(row)
     return row
@@ -242,7 +250,9 @@ def row_digest(row: Mapping[Any, Any] | pd.Series) -> str:
     >>> row_digest({"path": "a.rumi"})[:7]
     'sha256:'
     """
-    return digest(dict(row), DIGESTED)
+    values = dict(row)
+    keys = DIGESTED if is_null(values.get(OVERVIEWS)) else (*DIGESTED, OVERVIEWS)
+    return digest(values, keys)
 
 
 def source_text(src: Any) -> str | bytes:
@@ -271,11 +281,12 @@ def source_text(src: Any) -> str | bytes:
                            "file; open file objects cannot be catalogued")
 
 
-def _row(source: str | bytes, meta: Any, sidecar: Sidecar) -> dict[str, Any]:
+def _row(source: str | bytes, meta: Any, sidecar: Sidecar,
+         overviews: str | None = None) -> dict[str, Any]:
     seconds, bounds = time_seconds(meta.time or [], str(source))
     return catalog_row(source, meta.header, Grid.from_metadata(meta), seconds.tolist(),
                        None if bounds is None else bounds.tolist(), meta.bands or [],
-                       meta.transform, meta.crs, meta.pixel_is_point, sidecar)
+                       meta.transform, meta.crs, meta.pixel_is_point, sidecar, overviews)
 
 
 def catalog(sources_: str | os.PathLike[str] | Sequence[Any], *,
@@ -297,7 +308,9 @@ def catalog(sources_: str | os.PathLike[str] | Sequence[Any], *,
     -------
     pandas.DataFrame
         One row per file: ``path``, ``header`` (bytes), time, band, georeferencing,
-        layout and sidecar columns (``rumi_xarray.catalogs.table.COLUMNS`` names them).
+        layout and sidecar columns, and ``overviews``, the overview levels its
+        sidecar records with each level file's header (JSON text, null without;
+        ``rumi_xarray.catalogs.table.COLUMNS`` names them all).
         ``to_parquet``/``read_parquet`` round trip it losslessly.
 
     Examples
@@ -317,7 +330,8 @@ def catalog(sources_: str | os.PathLike[str] | Sequence[Any], *,
         found = (sidecars.read_sidecar(src, storage_options) if options.option("sidecar")
                  else Sidecar())
         found.check_labels(meta, source_name(source_text(src)))  # the row holds the file's labels
-        return _row(source_text(src), meta, found)
+        # Each level file's header too, so a cube at a level is built from the rows alone.
+        return _row(source_text(src), meta, found, levels.column_text(found.overviews, src))
 
     from rumi_xarray.progress import progress_map
 

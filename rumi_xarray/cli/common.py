@@ -8,8 +8,9 @@ from typing import Any
 
 from rumi_xarray.formatting import human_size
 
-__all__ = ["PROG", "CommandError", "UsageError", "add_command", "add_progress",
-           "catalog_sources", "human_size", "positive_int", "tile_size_arg"]
+__all__ = ["PROG", "CommandError", "UsageError", "add_command", "add_overviews",
+           "add_progress", "catalog_sources", "human_size", "overviews_arg", "positive_int",
+           "tile_size_arg"]
 
 PROG = "rumi-xarray"
 
@@ -105,3 +106,32 @@ def add_progress(parser: argparse.ArgumentParser) -> None:
     """Add ``--progress/--no-progress`` (default: the ``progress`` option)."""
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                         help="show progress bars (default: in terminals and notebooks)")
+
+
+def overviews_arg(text: str) -> str | list[int]:
+    """Parse ``--overviews``: ``auto`` or comma-separated factors such as ``2,4,8``."""
+    from rumi_xarray.model.overviews import AUTO, check_factors
+
+    if text.strip().lower() == AUTO:
+        return AUTO
+    try:
+        return list(check_factors(int(part) for part in text.split(",")))
+    except ValueError as exc:
+        hint = exc if "factor" in str(exc) else f"not a list of integers: {text!r}"
+        raise argparse.ArgumentTypeError(f"--overviews takes 'auto' or factors such as 2,4,8 "
+                                         f"({hint})") from None
+
+
+def add_overviews(parser: argparse.ArgumentParser) -> None:
+    """Add ``--overviews`` and ``--overview-resampling`` (GDAL COG overviews)."""
+    from rumi_xarray.model.overviews import RESAMPLINGS
+
+    parser.add_argument("--overviews", type=overviews_arg, default=None,
+                        metavar="auto|F1,F2,...",
+                        help="overview levels as GDAL's COG driver makes them: 'auto' halves "
+                             "until a level fits within one tile, or factors such as 2,4,8; "
+                             "each level is the Rumi file <output>.ovrF beside the output, "
+                             "recorded in its sidecar (default: none)")
+    parser.add_argument("--overview-resampling", choices=RESAMPLINGS, default="average",
+                        help="how levels are computed, as GDAL computes them "
+                             "(default: %(default)s)")

@@ -13,6 +13,7 @@ import xarray as xr
 from rumi_xarray.cli.common import (
     CommandError,
     add_command,
+    add_overviews,
     add_progress,
     human_size,
     tile_size_arg,
@@ -94,6 +95,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
                          help="write DST even if its name does not end in .rumi (refused by "
                               "default: other tools go by the suffix, and GDAL fails on a "
                               "Rumi file named .tif)")
+    add_overviews(convert)
     add_progress(convert)
 
 
@@ -156,18 +158,22 @@ def run(args: argparse.Namespace) -> int:
                              band_dim=args.band_dim, time_dim=args.time_dim,
                              variable=args.variable, time=when, crs=args.crs,
                              encode_cf=not args.decode, dtype=args.dtype, masks=args.masks,
-                             any_suffix=args.any_suffix)
+                             any_suffix=args.any_suffix, overviews=args.overviews,
+                             overview_resampling=args.overview_resampling)
     finally:
         obj.close()
     meta = header_info(header)
     shape = tuple(int(v) for v in meta.shape)
     decoded = int(np.prod(shape)) * int(meta.dtype.itemsize)
     size = os.path.getsize(args.destination)
-    facts = read_sidecar(args.destination).facts.to_columns()
+    found = read_sidecar(args.destination)
+    facts = found.facts.to_columns()
     values = "".join(f", {k} {facts[k]}" for k in VALUE_COLUMNS if facts[k] is not None)
+    levels = "".join(f", overviews {'/'.join(map(str, found.overviews.factors))} "
+                     f"({found.overviews.resampling})" for _ in [0] if found.overviews)
     print(f"{args.destination}: {' x '.join(map(str, shape))} {meta.dtype.name}, "
           f"{meta.frames} frames, {human_size(size)} (ratio {decoded / size:.2f}), "
-          f"{time.perf_counter() - started:.1f} s{values}")
+          f"{time.perf_counter() - started:.1f} s{values}{levels}")
     return 0
 
 

@@ -43,8 +43,11 @@ def describe(source: str) -> dict[str, Any]:
         ``frames``, ``decoded_bytes``, ``frame_bytes`` (compressed frames),
         ``nodata``, ``scale_factor``, ``add_offset``, ``units`` (sidecar; as
         strict JSON spells them, NaN and infinities as ``"nan"``, ``"inf"``...),
-        ``file_bytes`` (None when unknown, e.g. for URLs) and ``ratio``
-        (decoded bytes over file bytes, or over frame bytes without a size).
+        ``file_bytes`` (None when unknown, e.g. for URLs), ``ratio``
+        (decoded bytes over file bytes, or over frame bytes without a size),
+        and ``overviews``: the levels its sidecar records (``level``,
+        ``factor``, ``file``, ``height``, ``width``), with
+        ``overview_resampling``.
     """
     from rumi_xarray.backend import dataset
     from rumi_xarray.backend.open import open_scene
@@ -96,6 +99,9 @@ def describe(source: str) -> dict[str, Any]:
         "frame_bytes": int(frame_bytes),
         "file_bytes": file_bytes,
         "ratio": decoded / (file_bytes or frame_bytes or 1),
+        "overviews": [{"level": k, "factor": lv.factor, "file": lv.file, "height": lv.height,
+                       "width": lv.width} for k, lv in enumerate(found.overviews.levels)],
+        "overview_resampling": found.overviews.resampling if found.overviews else None,
     }
 
 
@@ -172,6 +178,14 @@ def format_info(facts: dict[str, Any]) -> str:
                  f"{human_size(facts['frame_bytes'])} of compressed frames, "
                  f"{human_size(facts['decoded_bytes'])} decoded")
     lines.append(f"  ratio        {facts['ratio']:.2f} (decoded / {denominator})")
+    levels = facts.get("overviews") or []
+    if levels:
+        lines.append(f"  overviews    {len(levels)} level(s), {facts['overview_resampling']}"
+                     f" (overview_level=0..{len(levels) - 1})")
+        lines.extend(f"    {lv['level']}: factor {lv['factor']:<4} {lv['height']} x "
+                     f"{lv['width']:<8} {lv['file']}" for lv in levels)
+    else:
+        lines.append("  overviews    none")
     known = {k: facts.get(k) for k in VALUE_COLUMNS if facts.get(k) is not None}
     if known:
         lines.append("  values       " + ", ".join(f"{k} {v}" for k, v in known.items())

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from rumi_xarray.cli.common import add_command, add_progress, tile_size_arg
+from rumi_xarray.cli.common import add_command, add_overviews, add_progress, tile_size_arg
 
 
 def _band(text: str) -> int | str:
@@ -53,6 +53,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
                         help="read every output back and compare it with its sources")
     ingest.add_argument("--dry-run", action="store_true",
                         help="plan only: say what would be written and skipped")
+    add_overviews(ingest)
     add_progress(ingest)
 
 
@@ -66,7 +67,8 @@ def run(args: argparse.Namespace) -> int:
                     resampling=args.resampling, tile_size=args.tile_size,
                     client=args.scheduler, max_workers=args.workers, retries=args.retries,
                     verify=args.verify, dry_run=args.dry_run, errors="report",
-                    progress=args.progress)
+                    progress=args.progress, overviews=args.overviews,
+                    overview_resampling=args.overview_resampling)
     if args.dry_run:
         print(f"{args.out}: would write {len(report.written)} of {report.planned} outputs, "
               f"skip {len(report.skipped)} (planned in {report.plan_seconds:.1f} s)")

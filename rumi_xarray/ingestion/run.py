@@ -97,7 +97,8 @@ def ingest(sources: Any, out: str | os.PathLike[str], *, bands: Sequence[Any] | 
            frame: str | None = None, client: Any = None, max_workers: int | None = None,
            retries: int = 2, verify: bool = False, dry_run: bool = False,
            errors: str = "raise", storage_options: Mapping[str, Any] | None = None,
-           progress: bool | None = None) -> IngestReport:
+           progress: bool | None = None, overviews: Any = None,
+           overview_resampling: str = "average") -> IngestReport:
     r"""Turn GeoTIFFs, COGs, netCDF or STAC Items into Rumi files plus one catalog.
 
     Planned here, run on a dask.distributed cluster (``client=`` or the active
@@ -167,6 +168,13 @@ def ingest(sources: Any, out: str | os.PathLike[str], *, bands: Sequence[Any] | 
         fsspec options for remote globs and provenance requests.
     progress : bool, optional
         Progress bar (default: in terminals and notebooks).
+    overviews : None, "auto" or list of int, optional
+        Overview levels of every output, as :func:`rumi_xarray.to_rumi`
+        writes them (GDAL COG's: ``"auto"`` halves until a level fits one
+        tile); the catalog records them, so ``rx.open_catalog(...,
+        resolution=...)`` reads a level. Part of the parameters a rerun
+        compares: changing them ingests again.
+    overview_resampling : {"average", "nearest"}, default "average"
 
     Returns
     -------
@@ -212,6 +220,18 @@ def ingest(sources: Any, out: str | os.PathLike[str], *, bands: Sequence[Any] | 
         "resolution": resolution, "resampling": resampling if resolution is not None else None,
         "layout": layout, "period": period,
     }
+    if overviews is not None:
+        # Only when asked: outputs ingested before overviews existed keep their keys.
+        from rumi_xarray.model.overviews import check_resampling, plan_levels
+
+        try:
+            plan_levels(1, 1, overviews, int(tile_size))
+            resampling_name = check_resampling(overview_resampling)
+        except ValueError as exc:
+            raise RumiArgumentError(str(exc)) from None
+        params["overviews"] = overviews if isinstance(overviews, str) else [
+            int(f) for f in overviews]
+        params["overview_resampling"] = resampling_name
     # Items that cannot be planned (no datetime, a missing asset, a refused href) are
     # named in the report; the others go on.
     unplanned: dict[str, str] = {}

@@ -98,7 +98,8 @@ def run_task(task: Task, verify: bool = False) -> Outcome:
     try:
         to_rumi(data, task.output, time=times, tile_size=int(task.params["tile_size"]),
                 codec=str(task.params["codec"]), frame=str(task.params["frame"]),
-                progress=False)
+                progress=False, overviews=task.params.get("overviews"),
+                overview_resampling=str(task.params.get("overview_resampling", "average")))
     except RumiError as exc:
         raise type(exc)(f"{task.name} (from {', '.join(task.origins)}): {exc}") from exc
     verified = None
@@ -106,9 +107,9 @@ def run_task(task: Task, verify: bool = False) -> Outcome:
         _verify(task.output, data)
         verified = True
     row = {str(k): v for k, v in catalog([task.output], max_workers=1).iloc[0].items()}
-    sidecar = f"{task.output}.aux.json"
-    bytes_out = os.path.getsize(task.output) + (os.path.getsize(sidecar)
-                                                if os.path.exists(sidecar) else 0)
+    from rumi_xarray.write.overviews import written_files
+
+    bytes_out = sum(os.path.getsize(p) for p in written_files(task.output))
     bytes_in = sum(s.size or 0 for s in task.stamps)
     from rumi_xarray.ingestion.plan import now_iso
 

@@ -176,3 +176,25 @@ def remove_stale(target: str, keep: Sequence[str]) -> None:
             os.remove(path)
         except OSError:
             continue  # a file another process removed, or cannot be removed: harmless
+
+
+def written_files(target: str) -> list[str]:
+    """Return the files a write of ``target`` made: it, its sidecar, its levels and theirs.
+
+    Parameters
+    ----------
+    target : str
+
+    Returns
+    -------
+    list of str
+        Those that exist.
+    """
+    from rumi_xarray.conventions.sidecar import read_sidecar
+
+    folder = os.path.dirname(os.path.abspath(target))
+    levels = [os.path.join(folder, level.file) for level in read_sidecar(target).overviews.levels]
+    candidates = [target, *levels]
+    found = [p for p in candidates if os.path.exists(p)]
+    found += [p + SIDECAR_SUFFIX for p in candidates if os.path.exists(p + SIDECAR_SUFFIX)]
+    return found

@@ -108,6 +108,17 @@ def column_text(overviews: sidecars.Overviews, source: Any) -> str | None:
                       sort_keys=True, separators=(",", ":"))
 
 
+def resampling_of(value: Any) -> str | None:
+    """Return the resampling an ``overviews`` cell records (None for a null cell)."""
+    if _cell(value) is None:
+        return None
+    try:
+        found = json.loads(value).get("resampling")
+    except (ValueError, TypeError, AttributeError):
+        return None
+    return found if found in RESAMPLINGS else None
+
+
 def parse(value: Any, where: str) -> tuple[CatalogLevel, ...]:
     """Return the levels of an ``overviews`` cell (none for a null cell).
 

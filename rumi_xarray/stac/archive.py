@@ -107,8 +107,10 @@ class TableLoad(stac_plan.Load):
 
         t0, nt = sum(self.chunks[0][:it]), self.chunks[0][it]
         found = self.items(it, iy, ix)
-        sources = [parse_item(d, i, dict(self.storage_options) or None)
-                   for i, d in enumerate(found)]
+        from rumi_xarray.stac.grid import read_levels
+
+        sources = read_levels([parse_item(d, i, dict(self.storage_options) or None)
+                               for i, d in enumerate(found)], self.geobox)
         for s in sources:
             if s.grid.dtype != self.dtype:
                 raise RumiCatalogError(f"{s.describe()} stores {s.grid.dtype}, the load "
@@ -125,7 +127,8 @@ class TableLoad(stac_plan.Load):
         if sources:
             _, band_index = select_bands(sources, list(self.bands))
         scenes = tuple(Scene(resolve.resolve(s.href, storage_options=dict(
-            self.storage_options) or None), s.header, s.position) for s in sources)
+            self.storage_options) or None), s.header, s.position, overview=s.overview)
+            for s in sources)
         return stac_plan.LoadPlan(
             sources=tuple(sources), scenes=scenes, band_index=tuple(band_index),
             geobox=self.geobox, groups=tuple(tuple(g) for g in groups), chunks=self.chunks,

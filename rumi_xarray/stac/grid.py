@@ -199,3 +199,39 @@ def native_window(source: StacSource, gbox: Any, tol: float = 1e-6
     if row0 < 0 or col0 < 0 or row0 + height > native.shape.y or col0 + width > native.shape.x:
         return None
     return slice(row0, row0 + height), slice(col0, col0 + width)
+
+
+def read_levels(sources: Sequence[StacSource], gbox: Any) -> list[StacSource]:
+    """Return each source as the overview level odc-stac would read for this output grid.
+
+    odc-stac's rule (``odc.loader``'s ``pick_overview`` on odc-geo's
+    ``read_shrink``): the shrink from the source's pixels to the output's
+    (``compute_reproject_roi``, the smaller axis, snapped to an integer),
+    then the coarsest level whose factor is not larger; full resolution when
+    the output is as fine as the source, or the source has no levels.
+
+    Parameters
+    ----------
+    sources : sequence of StacSource
+    gbox : odc.geo.geobox.GeoBox
+        The output grid.
+
+    Returns
+    -------
+    list of StacSource
+        The sources, those read at a level replaced by the level
+        (:meth:`StacSource.at_level <rumi_xarray.stac.parse.StacSource.at_level>`).
+    """
+    from odc.geo.overlap import compute_reproject_roi
+
+    from rumi_xarray.model.overviews import pick_level
+
+    out = []
+    for source in sources:
+        if not source.overviews:
+            out.append(source)
+            continue
+        shrink = compute_reproject_roi(source.geobox, gbox).read_shrink
+        level = pick_level(int(shrink), [lv.factor for lv in source.overviews])
+        out.append(source if level is None else source.at_level(level))
+    return out

@@ -35,7 +35,13 @@ An Item describes one Rumi file:
   - ``rumi:frame_layout`` (e.g. ``"h w"``), ``rumi:index_order`` (e.g.
     ``["t", "b"]``), ``rumi:tile_size`` ``[height, width]``,
     ``rumi:time_count`` and ``rumi:pixel_is_point``: the layout facts a
-    reader groups reads by, readable without decoding the header.
+    reader groups reads by, readable without decoding the header;
+  - :data:`OVERVIEWS_FIELD` (``"rumi:overviews"``), for a file with overview
+    levels: ``{"resampling": ..., "levels": [{"factor": 2, "file":
+    "scene.rumi.ovr2", "shape": [h, w], "header": <base64>}, ...]}``, each
+    level a Rumi file beside the asset (its ``file`` relative to the
+    asset's href), so a load at a coarser resolution reads a level as
+    odc-stac reads a COG's overviews, with no request to find it.
 
 The media type is ``application/vnd.rumi``: the ``vnd.`` (vendor) tree of
 RFC 6838 is where a format published by one project belongs until it is
@@ -87,6 +93,8 @@ INDEX_ORDER_FIELD = "rumi:index_order"
 TILE_FIELD = "rumi:tile_size"
 TIME_COUNT_FIELD = "rumi:time_count"
 POINT_FIELD = "rumi:pixel_is_point"
+#: Asset field listing the overview levels (files beside the asset).
+OVERVIEWS_FIELD = "rumi:overviews"
 #: Vertices per side when projecting a footprint to WGS84.
 FOOTPRINT_POINTS = 16
 
@@ -262,7 +270,7 @@ def item_from_row(row: Mapping[Any, Any], item_id: str, *, row_number: int | Non
                              INDEX_ORDER_FIELD: list(grid.index_order),
                              TILE_FIELD: [grid.tile_height, grid.tile_width],
                              TIME_COUNT_FIELD: grid.time_count,
-                             POINT_FIELD: point})
+                             POINT_FIELD: point, **_overviews_field(row, where)})
     item.add_asset(ASSET_KEY, asset)
     if gbox is not None:
         corner = corner_transform(transform, point)  # type: ignore[arg-type]
@@ -289,6 +297,20 @@ def item_from_row(row: Mapping[Any, Any], item_id: str, *, row_number: int | Non
     raster = [RasterBand.create(**band) for _ in texts]
     RasterExtension.ext(asset, add_if_missing=True).apply(bands=raster)
     return item
+
+
+def _overviews_field(row: Mapping[Any, Any], where: str) -> dict[str, Any]:
+    """Return the asset's :data:`OVERVIEWS_FIELD` of a row with levels (nothing without)."""
+    from rumi_xarray.catalogs import levels
+
+    cell_value = cell(row.get(levels.COLUMN))
+    found = levels.parse(cell_value, where)
+    if not found:
+        return {}
+    return {OVERVIEWS_FIELD: {
+        "resampling": levels.resampling_of(cell_value),
+        "levels": [{"factor": lv.factor, "file": lv.file, "shape": [lv.height, lv.width],
+                    "header": base64.b64encode(lv.header).decode("ascii")} for lv in found]}}
 
 
 def _times(row: Mapping[Any, Any], where: str) -> tuple[list[int], list[tuple[int, int]] | None]:

@@ -134,7 +134,10 @@ def open_stac(items: Any, bands: str | Sequence[str] | None = None, *, crs: Any 
         Output CRS; default: that of the grid most Items share.
     resolution : float or (x, y), optional
         Output pixel size in CRS units; default: that of the grid most Items
-        share.
+        share. A coarser output reads each Item's overview level
+        (``rumi:overviews``, written by ``rx.to_rumi(..., overviews=...)``)
+        by odc-stac's rule: the coarsest level whose factor is not larger
+        than the shrink from the Item's pixels to the output's.
     bbox : (min lon, min lat, max lon, max lat), optional
         Output extent in WGS84; default: every Item's footprint.
     geobox : odc.geo.geobox.GeoBox, optional
@@ -260,6 +263,8 @@ def _open_items(items: Any, o: LoadOptions) -> xr.Dataset:
     sources = parse_items(items, o.storage_options, search)
     names, band_index = _bands(sources, o.bands)
     gbox = o.output_geobox(sources)
+    # A coarser output reads each Item's overview level, as odc-stac reads a COG's.
+    sources = grids.read_levels(sources, gbox)
     groups = stac_plan.time_groups(sources, o.grouping, gbox)
     dtype = np.result_type(*[s.grid.dtype for s in sources])
     fill_nodata = o.fill_nodata(sources[0])
@@ -436,7 +441,7 @@ def _open_warped(sources: Sequence[StacSource], groups: Sequence[Sequence[stac_p
     shape = (len(groups), len(names), *gbox.shape.yx)
     sizes = stac_output_chunks(o.chunks, shape, dtype.itemsize)
     scenes = tuple(Scene(resolve.resolve(s.href, storage_options=o.storage_options), s.header,
-                         s.position) for s in sources)
+                         s.position, overview=s.overview) for s in sources)
     token = stac_plan.load_token(sources, gbox.crs.to_wkt(), tuple(gbox.transform),
                                  tuple(gbox.shape), band_index, groups, sizes, dtype.str,
                                  repr(fill), o.resampling)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import itertools
 import json
 import math
 import os
@@ -38,7 +39,24 @@ from rumi_xarray.sources.hrefs import Hrefs
 from rumi_xarray.sources.location import locate
 from rumi_xarray.stac import items as out
 
-__all__ = ["StacSource", "catalog_table", "item_dicts", "parse_items"]
+__all__ = ["StacLevel", "StacSource", "catalog_table", "item_dicts", "parse_items"]
+
+
+@dataclass(frozen=True)
+class StacLevel:
+    """One overview level of an Item's Rumi asset (``rumi:overviews``).
+
+    Attributes
+    ----------
+    factor : int
+    file : str
+        The level file's name, beside the asset.
+    header : bytes
+    """
+
+    factor: int
+    file: str
+    header: bytes = field(repr=False)
 
 
 @dataclass(frozen=True)
@@ -75,6 +93,11 @@ class StacSource:
         ``proj:projjson`` or a non-EPSG ``proj:code``).
     properties : mapping
         The Item's properties (for grouping by a property).
+    overviews : tuple of StacLevel
+        The file's overview levels (``rumi:overviews``), finest first.
+    overview : (int, int), optional
+        ``(level, factor)`` when this source is one of those levels
+        (:meth:`at_level`), not the file itself.
     """
 
     item_id: str
@@ -91,6 +114,34 @@ class StacSource:
     facts: Facts = field(default_factory=Facts)
     crs_wkt: str | None = None
     properties: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    overviews: tuple[StacLevel, ...] = field(default=(), repr=False)
+    overview: tuple[int, int] | None = None
+
+    def at_level(self, level: int) -> StacSource:
+        """Return this source read at its overview level ``level``: the level file.
+
+        Parameters
+        ----------
+        level : int
+
+        Returns
+        -------
+        StacSource
+            Its href, header, grid and transform are the level's (scaled as
+            GDAL scales them); labels and facts stay.
+        """
+        from dataclasses import replace
+
+        from rumi_xarray.conventions.sidecar import sibling
+        from rumi_xarray.model.overviews import level_transform
+
+        chosen = self.overviews[level]
+        grid = _grid(chosen.header, f"{self.describe()} overview level {level}")
+        corner = level_transform(self.corner, (self.grid.height, self.grid.width),
+                                 (grid.height, grid.width))
+        return replace(self, href=sibling(self.href, chosen.file), header=chosen.header,
+                       grid=grid, corner=corner, overviews=(),
+                       overview=(level, chosen.factor))
 
     @property
     def labels(self) -> BandCoords:
@@ -481,7 +532,37 @@ def parse_item(item: Mapping[str, Any], position: int,
                       pixel_is_point=bool(asset.get(out.POINT_FIELD) or False),
                       band_texts=tuple(texts), seconds=tuple(seconds), bounds=bounds,
                       facts=_facts(asset, where, grid.dtype), properties=properties,
-                      crs_wkt=crs_wkt)
+                      crs_wkt=crs_wkt, overviews=_overviews(asset, where, grid))
+
+
+def _overviews(asset: Mapping[str, Any], where: str, grid: Grid) -> tuple[StacLevel, ...]:
+    """Return the overview levels an asset lists (``rumi:overviews``), checked."""
+    from rumi_xarray.conventions.sidecar import OverviewLevel
+
+    content = asset.get(out.OVERVIEWS_FIELD)
+    if content is None:
+        return ()
+    found = []
+    try:
+        if not isinstance(content, Mapping) or not isinstance(content.get("levels"), list):
+            raise ValueError("not an object with levels")
+        for level in content["levels"]:
+            parsed = OverviewLevel.from_json({**level, "labels_digest": ""})
+            header = base64.b64decode(str(level["header"]), validate=True)
+            found.append(StacLevel(parsed.factor, parsed.file, header))
+            level_grid = _grid(header, f"{where} overview {parsed.factor}")
+            if ((level_grid.height, level_grid.width) != parsed.shape
+                    or not level_grid.same_layout(grid)):
+                raise ValueError(f"level {parsed.factor}'s header does not match its shape "
+                                 f"or the file's bands, times and sample type")
+    except (ValueError, TypeError, KeyError, binascii.Error) as exc:
+        raise RumiCatalogError(f"{where}: {out.OVERVIEWS_FIELD} is not what rx.to_stac "
+                               f"writes ({exc})") from None
+    factors = [lv.factor for lv in found]
+    if any(b <= a for a, b in itertools.pairwise(factors)):
+        raise RumiCatalogError(f"{where}: {out.OVERVIEWS_FIELD} factors {factors} are not "
+                               f"increasing")
+    return tuple(found)
 
 
 def _fetch(href: str, storage_options: dict[str, Any] | None) -> Any:

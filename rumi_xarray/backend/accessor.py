@@ -6,12 +6,13 @@ nothing heavy): everything it needs loads when it is used.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import xarray as xr
 
 from rumi_xarray.errors import RumiArgumentError
-from rumi_xarray.model.costs import Explanation
+from rumi_xarray.model.costs import Explanation, overview_lines
 
 __all__ = ["Explanation", "RumiDataArrayAccessor", "RumiDatasetAccessor", "backend_arrays",
            "explain"]
@@ -54,7 +55,9 @@ def explain(obj: xr.Dataset | xr.DataArray) -> Explanation:
                           else array.planned_calls(key))]
     tables = tuple(dict.fromkeys(cost for array, _ in reads
                                  if (cost := getattr(array.cube.scenes, "cost", ""))))
-    return explain_calls(calls, tables)
+    # Said even when every tile is cached (no call left): which level the data come from.
+    cubes = {id(array.cube): array.cube for array, _ in reads}
+    return replace(explain_calls(calls, tables), overviews=overview_lines(cubes.values()))
 
 
 def _reads(obj: xr.Dataset | xr.DataArray) -> list[tuple[Any, Any]]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -92,3 +92,34 @@ class Explanation:
     def _repr_html_(self) -> str:
         # Notebooks render HTML first: the same sentence, preformatted so line breaks stay.
         return f"<pre>{html.escape(str(self))}</pre>"
+
+
+def overview_lines(cubes: Iterable[Any]) -> tuple[str, ...]:
+    """Return what ``explain()`` says of the overview levels these cubes read.
+
+    One line per level: its factor, how many files, the first of them. A
+    cube over a catalog table on disk is judged by its first scene (every
+    scene of such a cube is read at one level), without reading its rows.
+
+    Parameters
+    ----------
+    cubes : iterable of Cube
+
+    Returns
+    -------
+    tuple of str
+        Empty when everything is read at full resolution.
+    """
+    levels: dict[tuple[int, int], tuple[int, str]] = {}
+    for cube in cubes:
+        scenes = cube.scenes
+        known = scenes if isinstance(scenes, (tuple, list)) else scenes[:1]
+        for scene in known:
+            if scene.overview is None:
+                continue
+            count, first = levels.get(scene.overview, (0, scene.name))
+            extra = 1 if isinstance(scenes, (tuple, list)) else len(scenes)
+            levels[scene.overview] = (count + extra, min(first, scene.name))
+    return tuple(f"reads overview level {level} (factor {factor}) of {count} file(s), not "
+                 f"full resolution: {first}{', ...' if count > 1 else ''}"
+                 for (level, factor), (count, first) in sorted(levels.items()))

@@ -29,7 +29,7 @@ from rumi_xarray.errors import (
     os_error,
     with_context,
 )
-from rumi_xarray.model.costs import Explanation
+from rumi_xarray.model.costs import Explanation, overview_lines
 from rumi_xarray.model.cube import Cube, Scene, source_name
 from rumi_xarray.model.planning import Call
 from rumi_xarray.native import binding, process
@@ -646,22 +646,18 @@ def explain_calls(calls: Iterable[tuple[Cube, Call]], tables: tuple[str, ...] = 
     Explanation
     """
     n_calls = items = frames = compressed = decoded = nranges = 0
-    levels: dict[tuple[int, int], set[str]] = {}
+    cubes: dict[int, Cube] = {}
     for cube, call in calls:
+        cubes.setdefault(id(cube), cube)
         n_calls += 1
         items += len(call.scenes)
         decoded += call.nbytes(cube.grid.dtype.itemsize)
         for s, r, c in zip(call.scenes, call.rows, call.cols, strict=True):
-            overview = cube.scenes[s].overview
-            if overview is not None:
-                levels.setdefault(overview, set()).add(cube.scenes[s].name)
             ranges = plan_ranges(cube.scenes[s], call.times, call.bands, r, c, call.height,
                                  call.width)
             frames += len(ranges)
             nranges += len(ranges)
             compressed += sum(length for _, length in ranges)
-    said = tuple(f"reads overview level {level} (factor {factor}) of {len(names)} file(s), "
-                 f"not full resolution: {sorted(names)[0]}{', ...' if len(names) > 1 else ''}"
-                 for (level, factor), names in sorted(levels.items()))
     return Explanation(calls=n_calls, items=items, frames=frames, compressed_bytes=compressed,
-                       decoded_bytes=decoded, ranges=nranges, tables=tables, overviews=said)
+                       decoded_bytes=decoded, ranges=nranges, tables=tables,
+                       overviews=overview_lines(cubes.values()))

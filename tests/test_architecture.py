@@ -767,6 +767,8 @@ NOT_DOORS = {
     "get_options": "settings",
     "ingest": "writes Rumi files from other formats (tests/test_ingest.py checks every "
               "output against rioxarray on its source)",
+    "overview_factors": "lists a file's overview levels from its sidecar, no samples (the "
+                        "levels themselves are the matrix's overview row)",
     "set_options": "settings",
     "stats": "read counters",
     "to_rumi": "writes",

@@ -350,6 +350,8 @@ def test_http_levels_equal_local_reading_only_the_level(http_server, published_l
     ds = rx.open_dataset(url, overview_level=1, chunks={})
     local = xr.open_dataset(published_levels, engine="rumi", overview_level=1)
     np.testing.assert_array_equal(ds.band_data.values, local.band_data.values)
+    # the sidecar names the level, whose metadata were read alongside it (named as to_rumi
+    # names level 1 of "auto"): the file itself is not read
     paths = {r.path for r in http_server.requests()}
     assert paths == {"/ovr/remote.rumi.aux.json", "/ovr/remote.rumi.ovr4"}
     many = xr.open_mfdataset([url], engine="rumi", overview_level=2)

@@ -5,8 +5,10 @@ from __future__ import annotations
 import errno
 import os
 from collections.abc import Iterable
-from dataclasses import replace
+from concurrent.futures import Future
+from dataclasses import dataclass, replace
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 import xarray as xr
 
@@ -17,7 +19,7 @@ from rumi_xarray.backend import (
 )
 from rumi_xarray.conventions import cf, decoding, georef
 from rumi_xarray.conventions import sidecar as sidecars
-from rumi_xarray.errors import RumiFileNotFoundError, os_error
+from rumi_xarray.errors import RumiFileNotFoundError, RumiIntegrityError, os_error
 from rumi_xarray.model.cube import Cube, Scene
 from rumi_xarray.model.grid import Grid
 from rumi_xarray.native import reads
@@ -88,20 +90,14 @@ def open_rumi(filename_or_obj: Any, *, drop_variables: str | Iterable[str] | Non
         found = cf.read_source_sidecar(source, sidecar=sidecar,
                                        storage_options=storage_options, pending=pending)
         found.check_labels(meta, scene.name)  # librumi checks frames, not the trailer's labels
-        level = None
     else:
-        # The sidecar names the level's file (one GET for a remote file, no listing),
-        # and records its labels: only the level file is read, never the base.
+        # The sidecar names the level's file (one GET for a remote file, no listing); only
+        # the level file is read, never the file itself.
+        guess = _guess_level(source, int(overview_level))
         found = cf.read_source_sidecar(source, sidecar=sidecar,
                                        storage_options=storage_options, pending=pending)
-        level = found.overviews.level(int(overview_level), keywords.where(filename_or_obj))
-        scene, meta = scene_of(sidecars.sibling(source, level.file), header)
-        scene = replace(scene, overview=(int(overview_level), level.factor))
-        replace(found, labels_digest=level.labels_digest).check_labels(meta, scene.name)
-        if found.geotransform is not None:
-            # A grid without an EPSG code: the level's own sidecar holds its scaled grid.
-            found = replace(found, geotransform=sidecars.read_sidecar(
-                scene.source, storage_options).geotransform)
+        scene, meta, found = _at_level(source, found, int(overview_level), header,
+                                       storage_options, keywords.where(filename_or_obj), guess)
     grid = Grid.from_metadata(meta)
     cube = Cube.single(scene, grid)
     found = cf.source_facts(scene.source, storage_options=storage_options,
@@ -125,6 +121,61 @@ def open_rumi(filename_or_obj: Any, *, drop_variables: str | Iterable[str] | Non
                        drop_variables=drop_variables, decoders=decoders,
                        mask_and_scale=decoding.check_mask_and_scale(mask_and_scale, scene.name))
     return _record_overviews(ds, found.overviews, overview_level)
+
+
+@dataclass(frozen=True)
+class _Guess:
+    """A remote level file's metadata read started with the sidecar's GET, on a guess."""
+
+    source: Any
+    future: Future[tuple[Scene, Any]]
+
+
+def _guess_level(source: Any, level: int) -> _Guess | None:
+    """Start reading the metadata of the level file ``level`` most likely is, for a URL.
+
+    A remote level open is otherwise three round trips one after the other:
+    the sidecar (which names the level's file), the level's metadata, its
+    frames. ``to_rumi`` names level ``k`` of ``"auto"`` (and of factors 2, 4,
+    8...) ``<file>.ovr<2^(k+1)>``: that file's metadata is read while the
+    sidecar's GET runs, and used when the sidecar names it (else it is
+    dropped, and the named file read after). Local files are not guessed.
+    """
+    from rumi_xarray.model.overviews import level_file_name
+
+    url = getattr(source, "url", source)
+    if not isinstance(url, str) or not locate(url).url:
+        return None
+    name = unquote(urlsplit(url).path.rsplit("/", 1)[-1])
+    target = sidecars.sibling(source, level_file_name(name, 2 ** (level + 1)))
+    return _Guess(target, sidecars.background(scene_of, target))
+
+
+def _at_level(source: Any, found: sidecars.Sidecar, level: int, header: bytes | None,
+              storage_options: dict[str, Any] | None, where: str, guess: _Guess | None
+              ) -> tuple[Scene, Any, sidecars.Sidecar]:
+    """Return the scene, metadata and sidecar of overview level ``level`` of a file."""
+    record = found.overviews.level(level, where)
+    target = sidecars.sibling(source, record.file)
+    opened = None
+    if guess is not None and guess.source == target and header is None:
+        try:
+            opened = guess.future.result()
+        except Exception:  # the guessed read failed: read the file the sidecar names, now
+            opened = None
+    scene, meta = opened if opened is not None else scene_of(target, header)
+    scene = replace(scene, overview=(level, record.factor))
+    # The labels and header the writer recorded for the level: the level read is the one
+    # written (librumi's checksums cover frames only).
+    replace(found, labels_digest=record.labels_digest).check_labels(meta, scene.name)
+    if record.header is not None and bytes(meta.header) != record.header:
+        raise RumiIntegrityError(f"{scene.name}: its header is not the one its base file's "
+                                 f"sidecar recorded for overview level {level}")
+    if found.geotransform is not None:
+        # A grid without an EPSG code: the level's own sidecar holds its scaled grid.
+        found = replace(found, geotransform=sidecars.read_sidecar(
+            scene.source, storage_options).geotransform)
+    return scene, meta, found
 
 
 def _record_overviews(ds: xr.Dataset, overviews: sidecars.Overviews,

@@ -74,8 +74,9 @@ class CatalogLevel:
 def column_text(overviews: sidecars.Overviews, source: Any) -> str | None:
     """Return the ``overviews`` cell of a file: its levels with their headers (None: none).
 
-    Each level file's metadata is read (its header, and its labels checked
-    against the digest the sidecar recorded).
+    The headers come from the sidecar (written with the levels), so nothing
+    is read; a sidecar without them has each level file's metadata read (and
+    its labels checked against the digest the sidecar recorded).
 
     Parameters
     ----------
@@ -97,13 +98,17 @@ def column_text(overviews: sidecars.Overviews, source: Any) -> str | None:
         return None
     levels = []
     for level in overviews.levels:
-        target = sidecars.sibling(source, level.file)
-        meta = reads.info(target)
-        where = getattr(target, "url", target)
-        if labels_digest(meta, str(where)) != level.labels_digest:
-            raise RumiIntegrityError(f"{where}: its labels differ from those its base file's "
-                                     f"sidecar recorded for overview level {level.factor}")
-        levels.append({**level.to_json(), "header": bytes(meta.header).hex()})
+        header = level.header
+        if header is None:  # a sidecar without the levels' headers: read the level's
+            target = sidecars.sibling(source, level.file)
+            meta = reads.info(target)
+            where = getattr(target, "url", target)
+            if labels_digest(meta, str(where)) != level.labels_digest:
+                raise RumiIntegrityError(f"{where}: its labels differ from those its base "
+                                         f"file's sidecar recorded for overview level "
+                                         f"{level.factor}")
+            header = bytes(meta.header)
+        levels.append({**level.to_json(), "header": header.hex()})
     return json.dumps({"resampling": overviews.resampling, "levels": levels},
                       sort_keys=True, separators=(",", ":"))
 

@@ -17,8 +17,8 @@ A sidecar is strict JSON: ``{"format": "rumi-xarray-sidecar", "version": 2,
 A file written with overviews (``to_rumi(..., overviews=...)``) records them
 under ``overviews`` (:class:`Overviews`): the resampling and, per level, its
 factor, its file (a plain name in the same folder, itself a Rumi file), its
-shape and its labels' digest, so a reader opening a level of a remote file
-needs no listing and checks the level file it reads.
+shape, its labels' digest and its external header, so a reader opening a level
+of a remote file needs no listing and no read of the level's metadata.
 
 Version 2 adds what protects the answer (:mod:`rumi_xarray.conventions.digests`):
 ``labels_digest``, the digest of the file's labels (band texts, times,
@@ -96,6 +96,9 @@ class OverviewLevel:
         The level's size.
     labels_digest : str
         The digest of the level file's labels, checked when it is opened.
+    header : bytes or None
+        The level file's external header (``header``, hex): with it a level
+        opens without reading the level file's metadata.
     """
 
     factor: int
@@ -103,6 +106,7 @@ class OverviewLevel:
     height: int
     width: int
     labels_digest: str
+    header: bytes | None = None
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -111,8 +115,12 @@ class OverviewLevel:
 
     def to_json(self) -> dict[str, Any]:
         """Return the level as the sidecar spells it."""
-        return {"factor": self.factor, "file": self.file, "shape": [self.height, self.width],
-                LABELS_DIGEST: self.labels_digest}
+        out: dict[str, Any] = {"factor": self.factor, "file": self.file,
+                               "shape": [self.height, self.width],
+                               LABELS_DIGEST: self.labels_digest}
+        if self.header is not None:
+            out["header"] = self.header.hex()
+        return out
 
     @classmethod
     def from_json(cls, content: Any) -> OverviewLevel:
@@ -135,8 +143,11 @@ class OverviewLevel:
         digest_ = content.get(LABELS_DIGEST)
         if not isinstance(digest_, str):
             raise ValueError(f"overview level {factor} has no {LABELS_DIGEST}")
+        header = content.get("header")
+        if header is not None and not isinstance(header, str):
+            raise ValueError(f"overview level {factor}'s header is not hex text")
         return cls(int(factor), check_file_name(content.get("file")), int(shape[0]),
-                   int(shape[1]), digest_)
+                   int(shape[1]), digest_, None if header is None else bytes.fromhex(header))
 
 
 def _count(value: Any) -> bool:
@@ -621,6 +632,27 @@ def prefetch(source: Any, *, sidecar: bool | str | os.PathLike[str] | None = Non
 
 
 _PREFETCH_POOL: ThreadPoolExecutor | None = None
+
+
+def background(fn: Any, *args: Any) -> Future[Any]:
+    """Run ``fn(*args)`` on the threads that prefetch sidecars; return its future.
+
+    For other reads that overlap an open's round trips (an overview level's
+    metadata, guessed while the sidecar that names it is fetched).
+
+    Parameters
+    ----------
+    fn : callable
+    *args
+
+    Returns
+    -------
+    concurrent.futures.Future
+    """
+    global _PREFETCH_POOL
+    if _PREFETCH_POOL is None:
+        _PREFETCH_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="rumi-sidecar")
+    return _PREFETCH_POOL.submit(fn, *args)
 
 
 def _fetch(target: str, storage_options: Mapping[str, Any] | None,

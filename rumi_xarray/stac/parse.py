@@ -547,7 +547,9 @@ def _overviews(asset: Mapping[str, Any], where: str, grid: Grid) -> tuple[StacLe
         if not isinstance(content, Mapping) or not isinstance(content.get("levels"), list):
             raise ValueError("not an object with levels")
         for level in content["levels"]:
-            parsed = OverviewLevel.from_json({**level, "labels_digest": ""})
+            # The header is base64 here (as rumi:header), hex in a sidecar.
+            parsed = OverviewLevel.from_json({k: v for k, v in level.items() if k != "header"}
+                                             | {"labels_digest": ""})
             header = base64.b64decode(str(level["header"]), validate=True)
             found.append(StacLevel(parsed.factor, parsed.file, header))
             level_grid = _grid(header, f"{where} overview {parsed.factor}")

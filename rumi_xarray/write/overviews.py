@@ -41,8 +41,10 @@ from rumi_xarray.model.overviews import (
 )
 from rumi_xarray.native import reads
 
-#: Writes one level: ``(path, samples (t, b, y, x), transform, geotransform) -> labels digest``.
-LevelWriter = Callable[[str, np.ndarray, "tuple[float, ...] | None", "str | None"], str]
+#: Writes one level: ``(path, samples (t, b, y, x), transform, geotransform)`` ->
+#: ``(labels digest, header)``.
+LevelWriter = Callable[[str, np.ndarray, "tuple[float, ...] | None", "str | None"],
+                       "tuple[str, bytes]"]
 
 
 def compute_levels(data: Any, dtype: np.dtype, stored: str | None, header: bytes | None,
@@ -126,8 +128,9 @@ def write_levels(target: str, samples: Sequence[np.ndarray],
                     level_transform(transform, base_shape, level.shape, pixel_is_point))
         level_gt = (None if geotransform is None else format_geotransform(
             level_transform(parse_geotransform(geotransform), base_shape, level.shape)))
-        digest = write(os.path.join(folder, name), array, level_tf, level_gt)
-        recorded.append(OverviewLevel(level.factor, name, level.height, level.width, digest))
+        digest, header = write(os.path.join(folder, name), array, level_tf, level_gt)
+        recorded.append(OverviewLevel(level.factor, name, level.height, level.width, digest,
+                                      header))
     return Overviews(resampling, tuple(recorded))
 
 

@@ -212,16 +212,16 @@ def write_array(path: str | os.PathLike[str], data: Any, *, bands: Sequence[str]
 
                 def write_level(level_path: str, array: np.ndarray,
                                 level_transform: tuple[float, ...] | None,
-                                level_geotransform: str | None) -> str:
-                    write_array(level_path, array, bands=bands, time=time,
-                                transform=level_transform, crs=crs,
-                                pixel_is_point=pixel_is_point, tile_size=tile_size,
-                                codec=codec, error=error, pattern=pattern, progress=False,
-                                nodata=nodata, scale_factor=scale_factor,
-                                add_offset=add_offset, units=units,
-                                decoded_dtype=decoded_dtype, crs_wkt=crs_wkt,
-                                geotransform=level_geotransform, any_suffix=True)
-                    return labels_digest(reads.info(level_path), level_path)
+                                level_geotransform: str | None) -> tuple[str, bytes]:
+                    level_header = write_array(
+                        level_path, array, bands=bands, time=time,
+                        transform=level_transform, crs=crs, pixel_is_point=pixel_is_point,
+                        tile_size=tile_size, codec=codec, error=error, pattern=pattern,
+                        progress=False, nodata=nodata, scale_factor=scale_factor,
+                        add_offset=add_offset, units=units, decoded_dtype=decoded_dtype,
+                        crs_wkt=crs_wkt, geotransform=level_geotransform, any_suffix=True)
+                    return (labels_digest(reads.info(level_path), level_path),
+                            bytes(level_header))
 
                 recorded = level_files.write_levels(
                     target, samples, levels, resampling, base_shape=(h, w),

@@ -38,9 +38,11 @@ Bars (the script exits 1 when one is missed):
   means, with a quarter for compression varying across levels);
 - time: a Rumi preview takes at most the COG's time at the same level, locally
   and over HTTP;
-- requests: a Rumi preview over HTTP makes at most one request more than the
-  COG's at the same level (the sidecar's GET, which names the level file; a
-  COG's levels are listed in its own header).
+- requests: a Rumi preview at an overview level over HTTP makes at most one
+  request more than the COG's at the same level (the sidecar's GET, which names
+  the level file; a COG's levels are listed in its own header). Full-resolution
+  request counts are shown for reference only: they are not what overviews
+  change, and ``remote_open.py`` and ``run.py`` hold their bars.
 
 Results: ``benchmarks/results/latest-overviews.txt``.
 """
@@ -223,18 +225,17 @@ def main(argv: list[str] | None = None) -> int:
             verdicts.append(_verdict(lines, ratio <= TIME_BAR,
                                      f"{where} {name}: rumi / cog time = {ratio:.2f} "
                                      f"(bar <= {TIME_BAR})"))
-            if where == "http":
+            if where == "http" and level is not None:
                 verdicts.append(_verdict(
                     lines, r["requests"] <= c["requests"] + 1,
                     f"http {name}: rumi {r['requests']} requests, cog {c['requests']} "
                     f"(bar: at most one more)"))
-                if level is not None:
-                    share = r["bytes"] / full["rumi"]["bytes"]
-                    expected = 4.0 ** -(level + 1)
-                    verdicts.append(_verdict(
-                        lines, share <= BYTES_BAR * expected,
-                        f"http {name}: rumi bytes / full = {share:.4f} = "
-                        f"{share / expected:.2f} x 4^-{level + 1} (bar <= {BYTES_BAR})"))
+                share = r["bytes"] / full["rumi"]["bytes"]
+                expected = 4.0 ** -(level + 1)
+                verdicts.append(_verdict(
+                    lines, share <= BYTES_BAR * expected,
+                    f"http {name}: rumi bytes / full = {share:.4f} = "
+                    f"{share / expected:.2f} x 4^-{level + 1} (bar <= {BYTES_BAR})"))
     missed = verdicts.count("MISS")
     lines.append(f"{len(verdicts) - missed} of {len(verdicts)} bars met")
     runpy.run_path(str(HERE / "outfile.py"))["save"](args.tag, lines, argv)

@@ -195,7 +195,12 @@ def main(argv: list[str] | None = None) -> int:
         measure("http", {"rumi": server.url(rumi_path.name), "cog": server.url(cog_path.name)},
                 server)
 
-    lines = [f"scene: 1 date x 4 bands x {args.size}² uint16 (tile/block {BLOCK}); overview "
+    import platform
+
+    lines = [f"machine: {os.cpu_count()} CPUs, {platform.platform()}, Python "
+             f"{platform.python_version()}; RUMI_NUM_THREADS={os.environ['RUMI_NUM_THREADS']}, "
+             f"GDAL_NUM_THREADS={os.environ['GDAL_NUM_THREADS']}",
+             f"scene: 1 date x 4 bands x {args.size}² uint16 (tile/block {BLOCK}); overview "
              f"factors {factors} (GDAL COG OVERVIEWS=AUTO, AVERAGE); Rumi "
              f"{_size(folder, rumi_path.name)} in {len(factors) + 1} files, COG "
              f"{_size(folder, cog_path.name)}",

@@ -22,7 +22,7 @@ from rumi_xarray import errors
 #: Summary groups, in page order: title, one line, the names (missing ones are skipped).
 GROUPS = [
     ("Opening files and URLs", "One file, lazily or with dask.",
-     ["open_dataset", "RumiBackendEntrypoint"]),
+     ["open_dataset", "overview_factors", "RumiBackendEntrypoint"]),
     ("Many scenes", "Catalog tables and cubes of many files.",
      ["catalog", "open_catalog", "open_mfdataset"]),
     ("STAC", "Items out, loads in.", ["to_stac", "open_stac"]),

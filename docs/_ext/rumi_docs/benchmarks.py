@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import matplotlib
+import numpy as np
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
@@ -388,6 +389,51 @@ def open_speed_page(root: Path, out: Path) -> str:
                  [("time by catalog size", image)])
 
 
+_LEVEL_ROW = re.compile(r"^\s+(full|\d+ \(/\d+\))\s+(\d+)²\s+([0-9.]+) \(([0-9.]+)\)\s+"
+                        r"([0-9.]+) \(([0-9.]+)\)")
+
+
+def overviews_page(root: Path, out: Path) -> str:
+    """Draw the plot of ``benchmarks/overviews.py``'s report; return the page."""
+    report = f"{RESULTS}/latest-overviews.txt"
+    text = (root / report).read_text()
+    command, commit = _command(root, report)
+    machine = next((line.split(":", 1)[1].strip() for line in text.splitlines()
+                    if line.startswith("machine:")), "not recorded")
+    load = _LOAD.search(text)
+    source = Source(report, report, command, commit,
+                    f"{machine}; load {load.group(1) if load else '?'} when it ran")
+    sections: dict[str, list[tuple[str, ...]]] = {}
+    where = ""
+    for line in text.splitlines():
+        if line in ("local:", "http:"):
+            where = line[:-1]
+            continue
+        match = _LEVEL_ROW.match(line)
+        if match and where:
+            sections.setdefault(where, []).append(match.groups())
+    fig, axes = plt.subplots(1, len(sections), figsize=(11, 3.6))
+    titles = {"local": "local files", "http": "HTTP, 20 ms latency"}
+    for ax, (name, rows) in zip(np.atleast_1d(axes), sections.items(), strict=True):
+        labels, values, colours, notes = [], [], [], []
+        for level, side, ours, ours_share, theirs, theirs_share in rows:
+            shown = f"{level}: {side}²"
+            labels += [f"{shown} Rumi", f"{shown} COG"]
+            values += [float(ours) / 1000, float(theirs) / 1000]
+            colours += [OURS, PEER]
+            notes += [f"  ({ours_share} x full)", f"  ({theirs_share} x full)"]
+        _hbars(ax, labels, values, colours, notes, "s")
+        ax.set_title(titles.get(name, name), fontsize=10)
+    image = _finish(fig, source, "Whole-scene previews by overview level: Rumi and a GDAL COG",
+                    out, "overviews", bottom=0.1)
+    intro = ("`benchmarks/overviews.py` opens and reads every band of the full extent at "
+             "each overview level (`xr.open_dataset(..., overview_level=k)` on a Rumi file "
+             "written with `overviews=\"auto\"`, `rioxarray.open_rasterio(..., "
+             "overview_level=k)` on GDAL's COG of the same samples), locally and over HTTP "
+             "with 20 ms latency, and checks both give the same levels.")
+    return _page("Overviews (overviews.py)", intro, source, [("time by level", image)])
+
+
 # ---------------------------------------------------------------------------------------
 
 
@@ -416,6 +462,7 @@ PAGES: dict[str, tuple[str, Callable[[Path, Path], str]]] = {
     "stac": ("latest-stac.txt", stac_page),
     "cluster": ("latest-cluster.txt", cluster_page),
     "open-speed": ("latest-open_speed.txt", open_speed_page),
+    "overviews": ("latest-overviews.txt", overviews_page),
 }
 
 

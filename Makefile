@@ -101,6 +101,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/write_speed.py
 	$(PY) benchmarks/remote_open.py
 	$(PY) benchmarks/chips.py --karu
+	$(PY) benchmarks/overviews.py
 
 # The hostile-input property test with many more examples than `make test` runs.
 fuzz: $(STAMP)

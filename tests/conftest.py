@@ -46,6 +46,39 @@ def empty_tile_cache() -> Iterator[None]:
 
 
 @pytest.fixture(scope="session")
+def process_pool() -> Iterator[object]:
+    """One pool of two worker processes for the tests of dask's processes scheduler.
+
+    Given no pool, dask starts a new one for every ``compute`` (spawned, as dask's
+    ``multiprocessing.context`` default says): each child imports xarray, dask and
+    librumi again, about ten seconds a compute on two busy cores. One pool for the
+    session keeps what the tests check (reads happen in other processes) at one start.
+    """
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    import dask
+
+    context = multiprocessing.get_context(dask.config.get("multiprocessing.context", "spawn"))
+    with ProcessPoolExecutor(2, mp_context=context) as pool:
+        yield pool
+
+
+@pytest.fixture
+def local_scheduler(process_pool: object) -> object:
+    """Return dask config settings that pick a local scheduler by name.
+
+    ``processes`` gets the session's :func:`process_pool`; ``pool`` is set for it
+    alone, since the threaded scheduler would take a ``pool`` setting too.
+    """
+
+    def settings(name: str) -> dict[str, object]:
+        return {"scheduler": name, **({"pool": process_pool} if name == "processes" else {})}
+
+    return settings
+
+
+@pytest.fixture(scope="session")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, bytes, object, Case]]:
     """Every corpus case written once per session: name -> (path, header, array, case)."""
     folder = tmp_path_factory.mktemp("corpus")

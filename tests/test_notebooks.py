@@ -70,9 +70,14 @@ class Run:
         save_execution(nb, path)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def executed(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Run]:
-    """Execute a notebook (by stem) once per module, however many tests look at it."""
+    """Execute a notebook (by stem) once per process, however many tests look at it.
+
+    Session-scoped, not module-scoped: a pytest-xdist worker that runs another file's
+    tests between two of this file's would otherwise tear a module fixture down and
+    execute the notebook again (measured: the time-series notebook ran twice, 45 s each).
+    """
     runs: dict[str, Run | Exception] = {}
 
     def run(name: str) -> Run:

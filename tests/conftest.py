@@ -36,6 +36,23 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Refuse a pytest-xdist worker whose ``--dist loadgroup`` lost the groups.
+
+    pytest-xdist appends ``@<group>`` to each grouped test's id, and schedules by it;
+    where pytest keeps ids elsewhere (pytest 9.2 with pytest-xdist 3.8) nothing is
+    appended, every test becomes a group of its own, and every module fixture is paid
+    on every worker, silently. Better to stop at collection.
+    """
+    config = session.config
+    if getattr(config.option, "loadgroup", False) and hasattr(config, "workerinput"):
+        lost = [item.nodeid for item in session.items if "@" not in item.nodeid]
+        if lost:
+            raise pytest.UsageError(
+                f"pytest-xdist's --dist loadgroup left {len(lost)} tests without their group "
+                f"(first: {lost[0]}); this pytest and pytest-xdist do not work together")
+
+
 @pytest.fixture(autouse=True)
 def empty_tile_cache() -> Iterator[None]:
     """Each test counts its own reads: nothing decoded by an earlier test is reused."""

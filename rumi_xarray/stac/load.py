@@ -279,17 +279,26 @@ def _open_items(items: Any, o: LoadOptions) -> xr.Dataset:
 
 
 def _check_resampling(resampling: Any) -> None:
-    """Refuse a resampling name odc-geo does not know, now rather than in every task."""
+    """Refuse a resampling GDAL's warper does not run, now rather than in every task.
+
+    odc-geo knows every name of rasterio's ``Resampling``, ``gauss`` included, but
+    ``gauss`` is GDAL's overview resampling: its warper refuses it, so a load given it
+    would fail in each output chunk.
+    """
     from odc.geo.warp import resampling_s2rio
+    from rasterio.warp import SUPPORTED_RESAMPLING  # type: ignore[import-untyped]
 
+    warped = sorted(r.name for r in SUPPORTED_RESAMPLING)
     try:
-        resampling_s2rio(resampling)
+        method = resampling_s2rio(resampling)
     except (ValueError, AttributeError, TypeError) as exc:
-        from rasterio.warp import Resampling  # type: ignore[import-untyped]
-
         raise RumiCatalogError(
             f"resampling={resampling!r} is not a resampling odc-geo knows ({exc}); use one "
-            f"of {sorted(r.name for r in Resampling)}") from None
+            f"of {warped}") from None
+    if method not in SUPPORTED_RESAMPLING:
+        raise RumiCatalogError(
+            f"resampling={resampling!r} is one GDAL computes overviews with, not one its "
+            f"warper runs; use one of {warped}")
 
 
 def _open_archive(items: Any, o: LoadOptions) -> xr.Dataset:

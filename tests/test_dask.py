@@ -647,7 +647,8 @@ def test_selection_fusion_leaves_other_graphs_alone(remote_dir):
 
 @pytest.mark.skipif(QUERY_PLANNING, reason="array-expr graphs fuse no selection into reads")
 @pytest.mark.parametrize("scheduler", ["threads", "processes", "sync"])
-def test_chained_selections_fuse_under_every_local_scheduler(remote_dir, scheduler, local_scheduler):
+def test_chained_selections_fuse_under_every_local_scheduler(remote_dir, scheduler,
+                                                         local_scheduler):
     truth = truth_of(remote_dir / "a.rumi")
     var = xr.open_dataset(remote_dir / "a.rumi", engine="rumi", chunks={}).band_data
     chip = CHIP_FORMS["isel, sel, isel"](var)

@@ -25,7 +25,6 @@ import xarray as xr
 from rumi_xarray.backend.array import RumiBackendArray
 from rumi_xarray.backend.wrappers import find_backend
 from rumi_xarray.conventions import decoding
-from rumi_xarray.conventions.attributes import applied
 from rumi_xarray.errors import RumiSelectionError, RumiUnsupportedError
 from rumi_xarray.model.chips import ChipBatch, as_starts, batch_chips
 from rumi_xarray.model.costs import Explanation
@@ -328,7 +327,7 @@ def _check_whole_space(cube: Cube, pos: dict[str, np.ndarray]) -> None:
 def _source(cube: Cube, times: np.ndarray, bands: tuple[int, ...], names: tuple[str, ...],
             da: xr.DataArray, ds: xr.Dataset | xr.DataArray, name: str) -> ChipSource:
     # GDAL's scale 1 and offset 0 a Dataset shows are never applied (conventions/attributes).
-    packing = applied(da.attrs, da.encoding)
+    packing = decoding.applied_packing(da.attrs, da.encoding)
     coords = ds.coords
     x = np.asarray(coords["x"].values) if "x" in coords and coords["x"].ndim == 1 else None
     y = np.asarray(coords["y"].values) if "y" in coords and coords["y"].ndim == 1 else None

@@ -60,7 +60,8 @@ PARTS = ("dataset", "variable", "bands")
 #: writes them again. Keyed by text, so a band selection keeps the right ones.
 BANDS_ENCODING = "rumi_band_attributes"
 #: ``encoding`` key naming the packing attributes shown but never applied (GDAL's
-#: scale 1 and offset 0): readers of ``attrs``/``encoding`` that decode skip them.
+#: scale 1 and offset 0): readers of ``attrs``/``encoding`` that decode skip them
+#: (:func:`rumi_xarray.conventions.decoding.applied_packing`).
 SHOWN_PACKING = "rumi_shown_packing"
 #: GDAL's scale and offset that are no packing: kept, shown, never applied.
 IDENTITY = {"scale_factor": 1.0, "add_offset": 0.0}
@@ -549,6 +550,12 @@ def collect(da: xr.DataArray, ds: xr.Dataset | None, texts: Sequence[str], where
     for band, text in zip(bands, texts, strict=True):
         if band.get("long_name") == text:
             del band["long_name"]  # the band's text, which labels it
+    if bands and all(bands):
+        # What band_data showed of tags every band holds alike is theirs (a Rumi Dataset
+        # written again records what it was opened from, not a copy on the variable).
+        for key in [k for k, v in variable.items()
+                    if all(k in b and same_value(b[k], v) for b in bands)]:
+            del variable[key]
     return Attributes(dataset, variable, tuple(bands) if any(bands) else ())
 
 
@@ -690,29 +697,3 @@ def apply(ds: xr.Dataset, attributes: Attributes, variables: Mapping[Hashable, i
             var.encoding[SHOWN_PACKING] = tuple(shown)
     return ds
 
-
-def applied(attrs: Mapping[str, Any], encoding: Mapping[str, Any]) -> dict[str, Any]:
-    """Return the CF packing a variable's ``attrs`` and ``encoding`` apply when decoding.
-
-    GDAL's scale 1 and offset 0 shown by :func:`apply` are left out: they
-    are shown, never applied.
-
-    Parameters
-    ----------
-    attrs, encoding : mapping
-
-    Returns
-    -------
-    dict
-        ``_FillValue``, ``missing_value``, ``scale_factor``, ``add_offset``
-        found (``attrs`` first).
-    """
-    from rumi_xarray.conventions.cf import PACKING
-
-    shown = set(encoding.get(SHOWN_PACKING) or ())
-    out: dict[str, Any] = {}
-    for where in (attrs, encoding):
-        for key in PACKING:
-            if key in where and key not in out and key not in shown:
-                out[key] = where[key]
-    return out

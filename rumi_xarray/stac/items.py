@@ -37,8 +37,11 @@ An Item describes one Rumi file:
     ``rumi:time_count`` and ``rumi:pixel_is_point``: the layout facts a
     reader groups reads by, readable without decoding the header;
   - :data:`ATTRIBUTES_FIELD` (``"rumi:attributes"``), when the file has
-    any: the attributes of its sidecar (GDAL tags, netCDF globals), as the
-    sidecar spells them (``rumi_xarray.conventions.attributes``).
+    any: the attributes of its sidecar (GDAL tags, netCDF globals) as
+    compact JSON text (``rumi_xarray.conventions.attributes``): text, not
+    an object, because stac-geoparquet infers one Arrow type per field
+    across Items, and two files' tags of one name may be a number and a
+    text (an object is read as well).
 
 The media type is ``application/vnd.rumi``: the ``vnd.`` (vendor) tree of
 RFC 6838 is where a format published by one project belongs until it is
@@ -268,7 +271,7 @@ def item_from_row(row: Mapping[Any, Any], item_id: str, *, row_number: int | Non
                              POINT_FIELD: point}
     described = row_attributes(row, where)
     if described:
-        extra[ATTRIBUTES_FIELD] = described.to_json()
+        extra[ATTRIBUTES_FIELD] = described.text()
     asset = pystac.Asset(str(row["path"]), media_type=MEDIA_TYPE, roles=["data"],
                          extra_fields=extra)
     item.add_asset(ASSET_KEY, asset)

@@ -367,3 +367,21 @@ def test_units_that_differ_between_bands_are_each_bands(tmp_path: Path) -> None:
     assert per_band["elevation"].attrs["units"] == "m"
     assert per_band["slope"].attrs["units"] == "degree"
 
+
+
+def test_write_array_takes_attributes_and_refuses_facts(tmp_path: Path) -> None:
+    data = np.zeros((1, 2, 8, 8), "uint8")
+    given = {"dataset": {"title": "two bands"}, "variable": {"PRODUCT": np.str_("L2A")},
+             "bands": [{"MEAN": np.float32(0.5)}, {"MEAN": 2, "RANGE": (0, 9)}]}
+    rx.write_array(tmp_path / "two.rumi", data, bands=["a", "b"], time=["2024-05-01"],
+                   attributes=given)
+    ds = xr.open_dataset(tmp_path / "two.rumi", engine="rumi", band_as_variable=True)
+    assert ds.attrs["title"] == "two bands"
+    assert (ds["a"].attrs["MEAN"], ds["b"].attrs["MEAN"]) == (0.5, 2)
+    assert ds["b"].attrs["RANGE"].tolist() == [0, 9] and ds["a"].attrs["PRODUCT"] == "L2A"
+    with pytest.raises(rx.RumiWriteValueError, match="_FillValue"):
+        rx.write_array(tmp_path / "bad.rumi", data, bands=["a", "b"], time=["2024-05-01"],
+                       attributes={"variable": {"_FillValue": 0}})
+    with pytest.raises(rx.RumiWriteValueError, match="band mapping"):
+        rx.write_array(tmp_path / "bad.rumi", data, bands=["a", "b"], time=["2024-05-01"],
+                       attributes={"bands": [{"MEAN": 1}]})

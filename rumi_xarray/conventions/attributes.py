@@ -421,7 +421,7 @@ class Attributes:
 
     # --- what a variable shows ----------------------------------------------------------
 
-    def shown(self, band: int | None) -> dict[str, Any]:
+    def shown(self, band: int | None, alone: bool = True) -> dict[str, Any]:
         """Return the attributes a variable shows (scale 1 and offset 0 left out).
 
         Parameters
@@ -430,11 +430,22 @@ class Attributes:
             None for ``band_data``: the variable's attributes over those
             every band shares; a position for that band's own variable:
             the variable's attributes and the band's (the band's win).
+        alone : bool, default True
+            Whether the band is the only one: the variable's ``long_name``
+            describes several bands as one, and each band's variable has its
+            own text instead.
 
         Returns
         -------
         dict
             Values as xarray shows them (:func:`xarray_value`).
+
+        Examples
+        --------
+        >>> a = Attributes(variable={"long_name": "reflectance"},
+        ...                bands=({"MEAN": 1}, {"MEAN": 2}))
+        >>> a.shown(None), a.shown(1, alone=False)
+        ({'long_name': 'reflectance'}, {'MEAN': 2})
         """
         variable = {k: v for k, v in self.variable.items() if k not in IDENTITY}
         if band is None:
@@ -442,6 +453,8 @@ class Attributes:
             common.pop("units", None)  # recorded per band only when bands differ
             merged = {**common, **variable}
         else:
+            if not alone:
+                variable.pop("long_name", None)
             own = self.bands[band] if band < len(self.bands) else {}
             merged = {**variable, **own}
         return {k: xarray_value(v) for k, v in merged.items()}
@@ -677,7 +690,7 @@ def apply(ds: xr.Dataset, attributes: Attributes, variables: Mapping[Hashable, i
         if name not in ds.variables:
             continue
         var = ds.variables[name]
-        var.attrs.update(attributes.shown(band))
+        var.attrs.update(attributes.shown(band, alone=len(variables) == 1))
         if band is None and texts:
             mapping = attributes.band_map(texts)
             if mapping:

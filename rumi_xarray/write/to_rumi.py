@@ -28,7 +28,7 @@ import xarray as xr
 
 from rumi_xarray import progress as progress_bars
 from rumi_xarray.conventions import cf
-from rumi_xarray.conventions.attributes import Attributes
+from rumi_xarray.conventions.attributes import Attributes, json_value
 from rumi_xarray.conventions.digests import labels_digest
 from rumi_xarray.conventions.facts import Facts
 from rumi_xarray.conventions.sidecar import Sidecar, SidecarUpdate, sidecar_path
@@ -220,11 +220,25 @@ def _attributes(given: Attributes | Mapping[str, Any] | None, bands: int) -> Att
     """Return ``write_array``'s ``attributes=`` checked (one mapping per band, if any)."""
     if given is None:
         return Attributes()
-    described = given if isinstance(given, Attributes) else Attributes.from_json(given)
+    if isinstance(given, Attributes):
+        described = given
+    else:
+        # numpy numbers and arrays, tuples: as JSON holds them; anything else is refused
+        described = Attributes.from_json({part: _plain(value) for part, value in given.items()})
     if described.bands and len(described.bands) != bands:
         raise ValueError(f"attributes has {len(described.bands)} band mapping(s) for "
                          f"{bands} band(s)")
     return described
+
+
+def _plain(value: Any) -> Any:
+    """Return ``attributes=`` values as JSON holds them, where that changes nothing."""
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)) and all(isinstance(v, Mapping) for v in value):
+        return [_plain(v) for v in value]
+    converted, reason = json_value(value)
+    return value if reason is not None else converted
 
 
 @contextlib.contextmanager

@@ -24,7 +24,7 @@ import xarray as xr
 
 from rumi_xarray.backend.array import RumiBackendArray
 from rumi_xarray.backend.wrappers import find_backend
-from rumi_xarray.conventions import cf, decoding
+from rumi_xarray.conventions import decoding
 from rumi_xarray.errors import RumiSelectionError, RumiUnsupportedError
 from rumi_xarray.model.chips import ChipBatch, as_starts, batch_chips
 from rumi_xarray.model.costs import Explanation
@@ -326,11 +326,8 @@ def _check_whole_space(cube: Cube, pos: dict[str, np.ndarray]) -> None:
 
 def _source(cube: Cube, times: np.ndarray, bands: tuple[int, ...], names: tuple[str, ...],
             da: xr.DataArray, ds: xr.Dataset | xr.DataArray, name: str) -> ChipSource:
-    packing = {}
-    for where in (da.attrs, da.encoding):
-        for k in cf.PACKING:
-            if k in where and k not in packing:
-                packing[k] = where[k]
+    # GDAL's scale 1 and offset 0 a Dataset shows are never applied (conventions/attributes).
+    packing = decoding.applied_packing(da.attrs, da.encoding)
     coords = ds.coords
     x = np.asarray(coords["x"].values) if "x" in coords and coords["x"].ndim == 1 else None
     y = np.asarray(coords["y"].values) if "y" in coords and coords["y"].ndim == 1 else None

@@ -14,6 +14,10 @@ A sidecar is strict JSON: ``{"format": "rumi-xarray-sidecar", "version": 2,
 <rumi_xarray.conventions.facts.Facts.to_json>` spells them, plus
 ``crs_wkt`` and ``geotransform`` (:data:`GEOREF_FACTS`) where needed.
 
+The source's own attributes (GDAL tags, netCDF globals) live under one key,
+``attributes`` (:mod:`rumi_xarray.conventions.attributes`), covered by the
+same content digest.
+
 Version 2 adds what protects the answer (:mod:`rumi_xarray.conventions.digests`):
 ``labels_digest``, the digest of the file's labels (band texts, times,
 georeferencing: its trailer, which librumi's frame checksums do not cover),
@@ -37,6 +41,8 @@ from typing import Any
 import pandas as pd
 
 from rumi_xarray import options
+from rumi_xarray.conventions.attributes import KEY as ATTRIBUTES
+from rumi_xarray.conventions.attributes import Attributes
 from rumi_xarray.conventions.digests import digest, labels_digest
 from rumi_xarray.conventions.facts import COLUMNS as FACT_COLUMNS
 from rumi_xarray.conventions.facts import Facts, column_differences
@@ -87,16 +93,21 @@ class Sidecar:
         The digest of the file's labels when it was written
         (:func:`~rumi_xarray.conventions.digests.labels_digest`); not a
         catalog column (a row has its own digest).
+    attributes : Attributes
+        The source's attributes no fact holds (its own catalog column,
+        ``attributes``; never compared between the scenes of a cube).
     """
 
     facts: Facts = field(default_factory=Facts)
     crs_wkt: str | None = None
     geotransform: str | None = None
     labels_digest: str | None = None
+    attributes: Attributes = field(default_factory=Attributes)
 
     def __bool__(self) -> bool:
         """Return whether there is anything to record."""
-        return bool(self.facts) or bool(self.georef()) or self.labels_digest is not None
+        return (bool(self.facts) or bool(self.georef()) or self.labels_digest is not None
+                or bool(self.attributes))
 
     def check_labels(self, meta: Any, where: str) -> None:
         """Raise when the file's labels are not those recorded when it was written.
@@ -145,7 +156,8 @@ class Sidecar:
         dict
         """
         recorded = {} if self.labels_digest is None else {LABELS_DIGEST: self.labels_digest}
-        return {**self.facts.to_json(), **self.georef(), **recorded}
+        described = {ATTRIBUTES: self.attributes.to_json()} if self.attributes else {}
+        return {**self.facts.to_json(), **self.georef(), **recorded, **described}
 
     @classmethod
     def from_json(cls, content: Mapping[str, Any]) -> Sidecar:
@@ -162,12 +174,15 @@ class Sidecar:
         Raises
         ------
         ValueError
-            A number that is not one.
+            A number that is not one, or attributes that are not strict JSON
+            (:meth:`Attributes.from_json
+            <rumi_xarray.conventions.attributes.Attributes.from_json>`).
         """
         recorded = content.get(LABELS_DIGEST)
         if recorded is not None and not isinstance(recorded, str):
             raise ValueError(f"{LABELS_DIGEST} {recorded!r} is not a digest")
-        return cls(Facts.from_json(content), *_georef(content), labels_digest=recorded)
+        return cls(Facts.from_json(content), *_georef(content), labels_digest=recorded,
+                   attributes=Attributes.from_json(content.get(ATTRIBUTES)))
 
     def to_columns(self) -> dict[str, Any]:
         """Return the catalog row's sidecar columns (None where unknown).

@@ -35,7 +35,13 @@ An Item describes one Rumi file:
   - ``rumi:frame_layout`` (e.g. ``"h w"``), ``rumi:index_order`` (e.g.
     ``["t", "b"]``), ``rumi:tile_size`` ``[height, width]``,
     ``rumi:time_count`` and ``rumi:pixel_is_point``: the layout facts a
-    reader groups reads by, readable without decoding the header.
+    reader groups reads by, readable without decoding the header;
+  - :data:`ATTRIBUTES_FIELD` (``"rumi:attributes"``), when the file has
+    any: the attributes of its sidecar (GDAL tags, netCDF globals) as
+    compact JSON text (``rumi_xarray.conventions.attributes``): text, not
+    an object, because stac-geoparquet infers one Arrow type per field
+    across Items, and two files' tags of one name may be a number and a
+    text (an object is read as well).
 
 The media type is ``application/vnd.rumi``: the ``vnd.`` (vendor) tree of
 RFC 6838 is where a format published by one project belongs until it is
@@ -61,7 +67,7 @@ from typing import Any
 
 import pandas as pd
 
-from rumi_xarray.catalogs.table import cell, cell_list
+from rumi_xarray.catalogs.table import cell, cell_list, row_attributes
 from rumi_xarray.conventions.bands import BandCoords, first_repeat
 from rumi_xarray.conventions.georef import (
     corner_transform,
@@ -87,6 +93,8 @@ INDEX_ORDER_FIELD = "rumi:index_order"
 TILE_FIELD = "rumi:tile_size"
 TIME_COUNT_FIELD = "rumi:time_count"
 POINT_FIELD = "rumi:pixel_is_point"
+#: Asset field holding the file's attributes (its sidecar's ``attributes`` object).
+ATTRIBUTES_FIELD = "rumi:attributes"
 #: Vertices per side when projecting a footprint to WGS84.
 FOOTPRINT_POINTS = 16
 
@@ -255,14 +263,17 @@ def item_from_row(row: Mapping[Any, Any], item_id: str, *, row_number: int | Non
     item = pystac.Item(item_id, geometry=geometry, bbox=bbox, datetime=single,
                        start_datetime=start, end_datetime=end, properties=properties,
                        collection=collection)
-    asset = pystac.Asset(str(row["path"]), media_type=MEDIA_TYPE, roles=["data"],
-                         extra_fields={
-                             HEADER_FIELD: base64.b64encode(header).decode("ascii"),
+    extra: dict[str, Any] = {HEADER_FIELD: base64.b64encode(header).decode("ascii"),
                              LAYOUT_FIELD: grid.frame_layout,
                              INDEX_ORDER_FIELD: list(grid.index_order),
                              TILE_FIELD: [grid.tile_height, grid.tile_width],
                              TIME_COUNT_FIELD: grid.time_count,
-                             POINT_FIELD: point})
+                             POINT_FIELD: point}
+    described = row_attributes(row, where)
+    if described:
+        extra[ATTRIBUTES_FIELD] = described.text()
+    asset = pystac.Asset(str(row["path"]), media_type=MEDIA_TYPE, roles=["data"],
+                         extra_fields=extra)
     item.add_asset(ASSET_KEY, asset)
     if gbox is not None:
         corner = corner_transform(transform, point)  # type: ignore[arg-type]

@@ -46,6 +46,7 @@ NOTEBOOK_BUDGET = 240
 EXPECTED_FIGURES = {
     "quickstart": {"chip", "dask"},
     "ml_chips": {"loss", "prediction"},
+    "explore": {"snapshot", "zoom"},
     "time_series_exploration": {"rgb-map", "ndvi-map", "locations", "pixel-series",
                                 "climatology-maps", "climatology-curves", "cluster-means"},
 }

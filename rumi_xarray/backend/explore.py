@@ -40,6 +40,7 @@ from rumi_xarray.errors import RumiMissingDependencyError, RumiUnsupportedError,
 from rumi_xarray.model.costs import Explanation
 from rumi_xarray.model.views import MapGrid
 
+
 def require_explore_extra() -> None:
     """Raise a typed error naming the ``explore`` extra when its packages are missing.
 
@@ -332,7 +333,8 @@ def _coordinate(coords: Any, axis: str) -> np.ndarray | None:
 def _axis_label(da: xr.DataArray) -> str:
     what = str(da.attrs.get("long_name") or (da.name if da.name is not None else "value"))
     units = da.attrs.get("units")
-    return f"{what} ({units})" if units else what
+    # CF's "1" says dimensionless: nothing to add.
+    return f"{what} ({units})" if units and str(units) != "1" else what
 
 
 def _policy(da: xr.DataArray, array: RumiBackendArray, packing: dict[str, Any]) -> bool | None:

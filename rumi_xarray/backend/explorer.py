@@ -52,9 +52,10 @@ from rumi_xarray.model.views import MAX_PIXELS, MapGrid, View, plan_map, stretch
 RGB_COLOURS = ("tab:red", "tab:green", "tab:blue")
 #: Zoom factor of one zoom step (a button press or a turn of the mouse wheel).
 ZOOM_STEP = 2.0
-#: CSS the explorer's images need: samples drawn as squares, a crosshair on the map.
+#: CSS the explorer's images need: samples drawn as squares, a crosshair on the map (no
+#: border or padding: a click's position in the image's box is its position in the map).
 STYLE = ("<style>img.rumi-explore-map{image-rendering:pixelated;cursor:crosshair;"
-         "border:1px solid #ccc}</style>")
+         "border:0;padding:0}</style>")
 
 
 def date_labels(values: np.ndarray) -> list[str]:

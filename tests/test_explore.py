@@ -12,6 +12,7 @@ server saw.
 from __future__ import annotations
 
 import shutil
+import subprocess
 import sys
 
 import numpy as np
@@ -325,6 +326,9 @@ def test_bad_arguments_raise_typed_errors_naming_the_file(files):
         ds.rumi.explore(band=("red", "green"))
     with pytest.raises(rx.RumiArgumentError, match="is not a date"):
         ds.rumi.explore(time="yesterday-ish")
+    with pytest.raises(rx.RumiArgumentError, match="not the number 3"):
+        ds.rumi.explore(time=3)
+    assert ds.rumi.explore(time=ds.time[3].values).t == 3
     with pytest.raises(rx.RumiArgumentError, match="max_pixels"):
         ds.rumi.explore(max_pixels=0)
     with pytest.raises(rx.RumiUnsupportedError, match="not one"):
@@ -332,6 +336,15 @@ def test_bad_arguments_raise_typed_errors_naming_the_file(files):
     with pytest.raises(rx.RumiUnsupportedError, match="not backed"):
         xr.Dataset({"band_data": (("time", "band", "y", "x"), np.zeros((1, 1, 2, 2)))}
                    ).rumi.explore()
+
+
+def test_importing_rumi_xarray_imports_no_widget_library():
+    code = ("import sys, rumi_xarray, xarray as xr; "
+            "print(sorted(m for m in ('ipywidgets', 'ipyevents', 'matplotlib') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "[]"
 
 
 # --- the pure parts -----------------------------------------------------------------------

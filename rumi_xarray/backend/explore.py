@@ -497,6 +497,11 @@ def nearest_time(source: ExploreSource, value: Any) -> int:
     """
     times = source.time_values
     if np.issubdtype(times.dtype, np.datetime64):
+        if isinstance(value, int | float | np.integer | np.floating):
+            # A number would be read as nanoseconds since 1970: say what time= takes.
+            raise argument_error(f"{source.name}: time= takes a date such as '2024-06-01', "
+                                 f"not the number {value!r} (for the i-th date pass "
+                                 f"ds.time[i].values)", "time", source.name)
         try:
             import pandas as pd
 

@@ -297,6 +297,37 @@ def test_an_overview_that_fits_the_view_is_read_instead_of_the_full_resolution(
     assert ex.grid.level is None and ex.grid.step == 1
 
 
+@pytest.mark.skipif(not hasattr(rx, "overview_factors"), reason="this version writes no "
+                    "overviews (rx.overview_factors, to_rumi(overviews=...))")
+def test_the_files_overviews_serve_the_map_at_every_zoom(tmp_path):
+    scene = synthetic.scene_series(n_dates=4, size=512)
+    path = tmp_path / "overviews.rumi"
+    rx.to_rumi(scene, path, tile_size=64, overviews=[2, 4], progress=False)
+    ds = xr.open_dataset(path, engine="rumi")
+    ex = ds.rumi.explore(band="nir", max_pixels=128)
+
+    def level(k):
+        return xr.open_dataset(path, engine="rumi", overview_level=k).band_data
+
+    # The whole 512-pixel image from the 1:4 overview: 128 samples a side, no stride.
+    assert (ex.grid.level, ex.grid.factor, ex.grid.step, ex.grid.height) == (1, 4, 1, 128)
+    np.testing.assert_array_equal(ex.map_values, level(1).isel(time=0, band=[3]).values)
+    assert ex.map_reading.planned.frames == 4  # the level's four 64-pixel tiles, one band
+    # A click on a 1:4 sample: the centre of its 4 x 4 block, its series at full resolution.
+    assert calls_during(lambda: ex.click(10, 20)) == 1
+    assert ex.pixel == (41, 81)
+    np.testing.assert_array_equal(ex.series.values[:, 0],
+                                  ds.band_data.isel(band=3, y=41, x=81).values)
+    ex.zoom(0.5)  # a 256-pixel view: the 1:2 overview fits
+    v = ex.view
+    assert (ex.grid.level, ex.grid.factor, ex.grid.step) == (0, 2, 1)
+    np.testing.assert_array_equal(
+        ex.map_values, level(0).isel(time=0, band=[3], y=slice(v.row // 2, (v.row + v.height) // 2),
+                                     x=slice(v.col // 2, (v.col + v.width) // 2)).values)
+    ex.zoom(0.5)  # 128 pixels: the full resolution, the view's cells only
+    assert (ex.grid.level, ex.grid.step) == (None, 1)
+
+
 def test_the_files_own_overviews_are_not_looked_up_without_overview_support(files):
     # This version reads no overviews: the explorer uses the full resolution, strided.
     assert (explore_module.overview_lookup() is None) == (not hasattr(rx, "overview_factors"))

@@ -107,9 +107,9 @@ def _ordinal(n: int) -> str:
 class Explorer(widgets.VBox):
     """An interactive time-series explorer: one date's map, a time slider, a pixel's series.
 
-    Made by :meth:`RumiDatasetAccessor.explore` (``ds.rumi.explore()``), which
-    documents the arguments. Displayed like any widget; every action of the
-    user is also a method, so code (and tests) can drive it.
+    Made by ``ds.rumi.explore()``, which documents the arguments. Displayed
+    like any widget; every action of the user is also a method, so code (and
+    tests) can drive it.
 
     Attributes
     ----------
@@ -374,8 +374,9 @@ class Explorer(widgets.VBox):
         self.map_image.value = _png(self._map_rgba())
         g = self.grid
         scale = self.size / max(g.height, g.width)
-        self.map_image.layout = widgets.Layout(width=f"{round(g.width * scale)}px",
-                                               height=f"{round(g.height * scale)}px")
+        # Set on the image's own layout (a new Layout would be one more widget each time).
+        self.map_image.layout.width = f"{round(g.width * scale)}px"
+        self.map_image.layout.height = f"{round(g.height * scale)}px"
         level = "full resolution" if g.level is None else f"overview {g.level} (1:{g.factor})"
         stride = "" if g.step == 1 else f", every {_ordinal(g.step)} pixel"
         v = self.view

@@ -444,7 +444,7 @@ def public_objects() -> dict[str, object]:
         obj = getattr(rumi_xarray, name)
         if not (isinstance(obj, type) and issubclass(obj, Exception)):
             found[f"rumi_xarray.{name}"] = obj
-    for name in ("explain", "chips", "explain_chips", "to_rumi"):
+    for name in ("explain", "chips", "explain_chips", "explore", "to_rumi"):
         found[f".rumi.{name}"] = getattr(RumiDataArrayAccessor, name)
     for name in rx_torch.__all__:
         found[f"rumi_xarray.torch.{name}"] = getattr(rx_torch, name)

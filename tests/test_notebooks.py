@@ -46,6 +46,7 @@ NOTEBOOK_BUDGET = 240
 EXPECTED_FIGURES = {
     "quickstart": {"chip", "dask"},
     "ml_chips": {"loss", "prediction"},
+    "explore": {"snapshot", "zoom"},
     "time_series_exploration": {"rgb-map", "ndvi-map", "locations", "pixel-series",
                                 "climatology-maps", "climatology-curves", "cluster-means"},
 }
@@ -123,10 +124,33 @@ def check_chip_model(run: Run) -> None:
     assert record["losses"][-1] < record["losses"][0]
 
 
+def check_explorer_series(run: Run) -> None:
+    """The series the explorer notebook's explorers plotted equal ``rumi.read`` of the pixel.
+
+    One file's series (the bands its explorer shows last) and the catalog's NIR series,
+    read from each date's own file.
+    """
+    record = json.loads((run.workdir / "explore_series.json").read_text())
+    row, col = record["pixel"]
+    header = rumi.info(source=record["series"]).header
+    stored = rumi.read(record["series"], header, bands=record["bands"],
+                       window=(row, col, 1, 1), pattern="t b y x")[:, :, 0, 0]
+    scale = np.float32(1e-4)  # the sidecar's scale: xarray decodes to float32
+    values = np.asarray(record["values"], dtype=np.float32)
+    assert values.shape == (12, 3)
+    np.testing.assert_array_equal(values, stored.astype(np.float32) * scale)
+    per_date = [rumi.read(path, rumi.info(source=path).header, bands=[3],
+                          window=(row, col, 1, 1), pattern="t b y x")[0, 0, 0, 0]
+                for path in record["dates"]]
+    np.testing.assert_array_equal(np.asarray(record["catalog_values"], dtype=np.float32),
+                                  np.asarray(per_date).astype(np.float32) * scale)
+
+
 #: What each notebook computed, checked against ground truth after its run.
 RESULT_CHECKS: dict[str, Callable[[Run], None]] = {
     "time_series_exploration": check_pixel_series,
     "ml_chips": check_chip_model,
+    "explore": check_explorer_series,
 }
 
 

@@ -103,10 +103,14 @@ bench: $(STAMP)
 	$(PY) benchmarks/chips.py --karu
 	$(PY) benchmarks/overviews.py
 
-# The hostile-input property test with many more examples than `make test` runs.
+# The hostile-input property test with many more examples than `make test` runs, and the
+# soak tests (threads reading at once; no growth of descriptors, threads or memory) ten
+# times longer.
 fuzz: $(STAMP)
-	RUMI_FUZZ_EXAMPLES=2000 $(PY) -m pytest -q \
-		tests/test_hardening.py::test_hostile_inputs_never_crash_or_hang
+	RUMI_FUZZ_EXAMPLES=2000 RUMI_SOAK_SECONDS=80 RUMI_SOAK_READS=30000 $(PY) -m pytest -q \
+		tests/test_hardening.py::test_hostile_inputs_never_crash_or_hang \
+		tests/test_hardening.py::test_threads_soak_equals_ground_truth \
+		tests/test_hardening.py::test_no_fd_thread_or_memory_growth
 
 # ruff, then mypy with the settings of [tool.mypy] in pyproject.toml.
 lint: $(STAMP)

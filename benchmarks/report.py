@@ -167,7 +167,7 @@ def bar_verdicts(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
                                              f"{REQUEST_FACTOR}x {ref} + {REQUEST_SLACK} "
                                              f"({req} vs {e_req})",
                                 "value": req, "met": req <= limit})
-    out += _issue20_verdicts(idx, results)
+    out += _tile_chunk_verdicts(idx, results)
     for where in wheres(results):
         for w in WORKLOADS:
             g = _median(idx.get((where, w, MAIN)))
@@ -200,7 +200,7 @@ def bar_verdicts(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def _issue20_verdicts(idx: dict[tuple[str, str, str], dict[str, Any]],
+def _tile_chunk_verdicts(idx: dict[tuple[str, str, str], dict[str, Any]],
                       results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Chained selections and tile-sized chunks against their one-isel / chunks={} twins."""
     out: list[dict[str, Any]] = []

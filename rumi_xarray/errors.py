@@ -34,6 +34,7 @@ __all__ = [
     "RumiIntegrityError",
     "RumiInternalError",
     "RumiMemoryError",
+    "RumiMissingDependencyError",
     "RumiSelectionError",
     "RumiSettingsError",
     "RumiSettingsValueError",
@@ -158,6 +159,17 @@ class RumiUnsupportedError(RumiError, NotImplementedError):
 
 class RumiMemoryError(RumiError, MemoryError):
     """librumi could not allocate memory for a read."""
+
+
+class RumiMissingDependencyError(RumiError, ImportError):
+    """A feature needs an optional dependency that is not installed; ``extra`` names the extra.
+
+    ``pip install 'rumi-xarray[<extra>]'`` installs what is missing (``missing``
+    lists the import names not found).
+    """
+
+    extra: str | None = None
+    missing: tuple[str, ...] = ()
 
 
 class RumiSettingsError(RumiError, RuntimeError):

@@ -36,6 +36,23 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Refuse a pytest-xdist worker whose ``--dist loadgroup`` lost the groups.
+
+    pytest-xdist appends ``@<group>`` to each grouped test's id, and schedules by it;
+    where pytest keeps ids elsewhere (pytest 9.2 with pytest-xdist 3.8) nothing is
+    appended, every test becomes a group of its own, and every module fixture is paid
+    on every worker, silently. Better to stop at collection.
+    """
+    config = session.config
+    if getattr(config.option, "loadgroup", False) and hasattr(config, "workerinput"):
+        lost = [item.nodeid for item in session.items if "@" not in item.nodeid]
+        if lost:
+            raise pytest.UsageError(
+                f"pytest-xdist's --dist loadgroup left {len(lost)} tests without their group "
+                f"(first: {lost[0]}); this pytest and pytest-xdist do not work together")
+
+
 @pytest.fixture(autouse=True)
 def empty_tile_cache() -> Iterator[None]:
     """Each test counts its own reads: nothing decoded by an earlier test is reused."""
@@ -43,6 +60,39 @@ def empty_tile_cache() -> Iterator[None]:
 
     cache.clear_cache()
     yield
+
+
+@pytest.fixture(scope="session")
+def process_pool() -> Iterator[object]:
+    """One pool of two worker processes for the tests of dask's processes scheduler.
+
+    Given no pool, dask starts a new one for every ``compute`` (spawned, as dask's
+    ``multiprocessing.context`` default says): each child imports xarray, dask and
+    librumi again, about ten seconds a compute on two busy cores. One pool for the
+    session keeps what the tests check (reads happen in other processes) at one start.
+    """
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    import dask
+
+    context = multiprocessing.get_context(dask.config.get("multiprocessing.context", "spawn"))
+    with ProcessPoolExecutor(2, mp_context=context) as pool:
+        yield pool
+
+
+@pytest.fixture
+def local_scheduler(process_pool: object) -> object:
+    """Return dask config settings that pick a local scheduler by name.
+
+    ``processes`` gets the session's :func:`process_pool`; ``pool`` is set for it
+    alone, since the threaded scheduler would take a ``pool`` setting too.
+    """
+
+    def settings(name: str) -> dict[str, object]:
+        return {"scheduler": name, **({"pool": process_pool} if name == "processes" else {})}
+
+    return settings
 
 
 @pytest.fixture(scope="session")

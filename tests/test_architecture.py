@@ -266,23 +266,20 @@ ARCHITECTURE_PAGE = ROOT / "docs" / "guide" / "architecture.md"
 
 
 def readme_table_modules(readme: str) -> set[str]:
-    """Return the module paths named in the first table under ``# Architecture``.
+    """Return the module paths named in the tables under ``## Modules`` of ``# Architecture``.
 
     The heading may be ``#`` (the docs page) or ``##`` (a README section).
 
     Paths are relative to ``rumi_xarray/`` and written in backticks, one or more
     per cell: ``backend/array.py``, ``__init__.py``.
     """
-    section = re.search(r"(?ms)^##? Architecture\s*$(.*?)(?=^##? |\Z)", readme)
+    section = re.search(r"(?ms)^##? Architecture\s*$(.*?)(?=^# |\Z)", readme)
     if section is None:
         return set()
-    table, started = [], False
-    for line in section.group(1).splitlines():
-        if line.lstrip().startswith("|"):
-            table.append(line)
-            started = True
-        elif started:
-            break
+    # The module tables, one per folder under "## Modules", up to the next section.
+    modules = re.search(r"(?ms)^## Modules\s*$(.*?)(?=^## |\Z)", section.group(1))
+    table = [line for line in (modules or section).group(1).splitlines()
+             if line.lstrip().startswith("|")]
     named = set()
     for row in table:
         for code in re.findall(r"`([^`]+)`", row):
@@ -310,27 +307,40 @@ def modules_needing_a_row() -> set[str]:
 
 
 def test_readme_table_parser_reads_module_paths() -> None:
-    readme = """# x
-
-## Architecture
+    page = """# Architecture
 
 Intro text.
+
+| layer table | ignored |
+|---|---|
+| `layers.py` | no |
+
+## Modules
+
+### The face
 
 | module | holds |
 |---|---|
 | `__init__.py` | public API |
+
+### model
+
+| module | holds |
+|---|---|
 | `model/grid.py`, `model/cube.py` | grid; cube |
 | `rumi_xarray/backend/array.py` | backend array (`OUTER` keys) |
 
-| later table | ignored |
+## Where to make a change
+
+| to add | change |
 |---|---|
 | `other.py` | no |
 
-## Benchmarks
+# Benchmarks
 
 | `bench.py` | no |
 """
-    assert readme_table_modules(readme) == {
+    assert readme_table_modules(page) == {
         "__init__.py", "model/grid.py", "model/cube.py", "backend/array.py"}
 
 
@@ -779,6 +789,8 @@ NOT_DOORS = {
     "torch.collate": "stacks samples a door read",
     ".rumi.explain": "a dry run, no I/O",
     ".rumi.explain_chips": "a dry run, no I/O",
+    ".rumi.explore": "shows what another door opened, decoded as that variable is "
+                     "(tests/test_explore.py checks every value it shows against rumi.read)",
     ".rumi.to_rumi": "writes",
 }
 #: A public name -> the rows of the matrix that read through it.
@@ -846,5 +858,6 @@ def test_every_public_door_is_in_the_conformance_matrix() -> None:
         f"row (or, for a name that reads no data, a reason in NOT_DOORS)")
     stale = set(NOT_DOORS) - {*_literal_all(PACKAGE / "__init__.py"),
                               *(f"torch.{n}" for n in _literal_all(PACKAGE / "torch.py")),
-                              ".rumi.explain", ".rumi.explain_chips", ".rumi.to_rumi"}
+                              ".rumi.explain", ".rumi.explain_chips", ".rumi.explore",
+                              ".rumi.to_rumi"}
     assert not stale, f"NOT_DOORS names no public function: {stale}"

@@ -109,7 +109,10 @@ def test_convert_keeps_nodata_scale_offset_units_and_decodes_like_rioxarray(
     assert code == 0, err
     assert "nodata 0, scale_factor 0.0001, add_offset -0.1, units reflectance" in stdout
     assert sidecar(out) == {"format": "rumi-xarray-sidecar", "version": 2, "nodata": 0,
-                            "scale_factor": 1e-4, "add_offset": -0.1, "units": "reflectance"}
+                            "scale_factor": 1e-4, "add_offset": -0.1, "units": "reflectance",
+                            # the GeoTIFF's tag, kept as an attribute (and read as its time)
+                            "attributes": {"variable": {"TIFFTAG_DATETIME":
+                                                        "2024:05:01 10:20:30"}}}
     np.testing.assert_array_equal(read(out)[0], reflectance())  # stored packed, as uint16
     assert stored_dtype(out) == np.uint16
 
@@ -159,6 +162,8 @@ def test_decoded_values_on_request(tif: Path, tmp_path: Path) -> None:
     assert stored_dtype(out) == np.float32
     facts = sidecar(out)
     assert np.isnan(facts.pop("nodata"))
+    # rioxarray's attrs (the GeoTIFF's tag) are kept as they were shown
+    assert facts.pop("attributes") == {"variable": {"TIFFTAG_DATETIME": "2024:05:01 10:20:30"}}
     assert facts == {"format": "rumi-xarray-sidecar", "version": 2, "units": "reflectance"}
     back = rx.open_dataset(out).band_data
     np.testing.assert_array_equal(back.values[0], peer.values)

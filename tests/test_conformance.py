@@ -6,7 +6,9 @@ Every public way in (:data:`DOORS`) reads the same data, real files nobody here 
 ``mask_and_scale`` unset, True and False and with a band selection or none. Each answer
 must equal the single-file ``xr.open_dataset(..., engine="rumi")`` of the same files
 (values, NaN masks, dtype, band labels, time and x/y coordinates, the CF attributes
-that say what was decoded), which ``tests/test_real_geotiffs.py`` shows equals
+that say what was decoded, and the files' other attributes: the two dates of each series
+differ in one, which every door drops as xarray's ``combine_attrs="drop_conflicts"``
+does), which ``tests/test_real_geotiffs.py`` shows equals
 rioxarray on the source, and which :func:`test_reference_is_the_rule_on_stored_samples`
 checks here against ``rumi.read`` of the files and numpy.
 
@@ -65,18 +67,24 @@ def _sel(da: xr.DataArray, bands: Any) -> xr.DataArray:
     return da if bands is None else da.sel(band=bands)
 
 
+#: How many scenes' attributes combine: what catalogs do (xarray's own default for
+#: concat and open_mfdataset, "override", keeps the first file's).
+COMBINE = "drop_conflicts"
+
+
 def _xr_open_dataset(files: list[Path], kw: dict[str, Any], bands: Any) -> xr.DataArray:
     parts = [xr.open_dataset(f, engine="rumi", **kw)["band_data"] for f in files]
-    return _sel(xr.concat(parts, "time"), bands)
+    return _sel(xr.concat(parts, "time", combine_attrs=COMBINE), bands)
 
 
 def _rx_open_dataset(files: list[Path], kw: dict[str, Any], bands: Any) -> xr.DataArray:
     parts = [rx.open_dataset(f, chunks={}, **kw)["band_data"] for f in files]
-    return _sel(xr.concat(parts, "time"), bands)
+    return _sel(xr.concat(parts, "time", combine_attrs=COMBINE), bands)
 
 
 def _xr_open_mfdataset(files: list[Path], kw: dict[str, Any], bands: Any) -> xr.DataArray:
-    return _sel(xr.open_mfdataset(files, engine="rumi", **kw)["band_data"], bands)
+    return _sel(xr.open_mfdataset(files, engine="rumi", combine_attrs=COMBINE,
+                                  **kw)["band_data"], bands)
 
 
 def _rx_open_mfdataset(files: list[Path], kw: dict[str, Any], bands: Any) -> xr.DataArray:
@@ -190,7 +198,9 @@ def series(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Path]]:
             files = []
             for day in DATES:
                 target = folder / f"{name}_{day}.rumi"
-                rx.to_rumi(crop.assign_coords(time=np.datetime64(day, "ns")), target)
+                # one attribute that differs between the dates: no door shows it
+                scene = crop.assign_attrs(ACQUIRED=day)
+                rx.to_rumi(scene.assign_coords(time=np.datetime64(day, "ns")), target)
                 files.append(target)
         out[name] = files
     return out
@@ -223,14 +233,21 @@ def _assert_same(got: xr.DataArray, want: xr.DataArray, door: str) -> None:
             np.testing.assert_allclose(got[name].values, want[name].values, rtol=1e-12)
         else:
             np.testing.assert_array_equal(got[name].values, want[name].values, err_msg=door)
-    # What says how the samples were decoded: raw samples carry their CF attributes.
-    for key in ("_FillValue", "scale_factor", "add_offset"):
-        if door in ("rx.read_chips", ".rumi.chips", "torch.ChipDataset"):
-            continue  # arrays without attributes; the values and dtype say it
-        stored = key in got.attrs
-        assert stored == (key in want.attrs), f"{door}: {key} in attrs {got.attrs}"
-        if stored:
-            np.testing.assert_array_equal(got.attrs[key], want.attrs[key], err_msg=door)
+    if door in ("rx.read_chips", ".rumi.chips", "torch.ChipDataset"):
+        return  # arrays without attributes; the values and dtype say it
+    # What says how the samples were decoded (raw samples carry their CF attributes), and
+    # the files' other attributes (GDAL tags, GDAL's scale 1 and offset 0): the same.
+    mine, theirs = dict(got.attrs), dict(want.attrs)
+    assert "ACQUIRED" not in theirs  # the dates differ: what catalogs do
+    if door == "rx.open_stac":  # odc-stac's layout: `nodata`, and no AREA_OR_POINT/long_name
+        mine.pop("nodata", None)
+        for key in ("AREA_OR_POINT", "long_name"):
+            theirs.pop(key, None)
+    assert set(mine) == set(theirs), f"{door}: attrs {sorted(mine)} != {sorted(theirs)}"
+    for key, value in theirs.items():
+        np.testing.assert_array_equal(mine[key], value, err_msg=f"{door}: {key}")
+    for key in ("scale_factor", "add_offset"):
+        assert (key in got.encoding) == (key in want.encoding), f"{door}: {key} encoding"
 
 
 # --- the matrix ------------------------------------------------------------------------

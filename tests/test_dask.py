@@ -647,12 +647,13 @@ def test_selection_fusion_leaves_other_graphs_alone(remote_dir):
 
 @pytest.mark.skipif(QUERY_PLANNING, reason="array-expr graphs fuse no selection into reads")
 @pytest.mark.parametrize("scheduler", ["threads", "processes", "sync"])
-def test_chained_selections_fuse_under_every_local_scheduler(remote_dir, scheduler):
+def test_chained_selections_fuse_under_every_local_scheduler(remote_dir, scheduler,
+                                                         local_scheduler):
     truth = truth_of(remote_dir / "a.rumi")
     var = xr.open_dataset(remote_dir / "a.rumi", engine="rumi", chunks={}).band_data
     chip = CHIP_FORMS["isel, sel, isel"](var)
     rx.stats(reset=True)
-    with dask.config.set(scheduler=scheduler):
+    with dask.config.set(local_scheduler(scheduler)):
         np.testing.assert_array_equal(values(chip), truth[1, 2, :100, :100])
     if scheduler != "processes":  # the processes scheduler reads in its children
         assert rx.stats()["calls"] == 1 and rx.stats()["bytes"] == 100 * 100 * 2
@@ -695,14 +696,15 @@ def test_tile_sized_chunks_read_like_read_groups(http_server, remote_dir, pick):
 
 @pytest.mark.skipif(QUERY_PLANNING, reason="array-expr graphs never reach array_optimize")
 @pytest.mark.parametrize("scheduler", ["threads", "processes", "sync"])
-def test_tile_sized_chunks_group_under_every_local_scheduler(remote_dir, scheduler):
+def test_tile_sized_chunks_group_under_every_local_scheduler(remote_dir, scheduler,
+                                                             local_scheduler):
     truth = truth_of(remote_dir / "a.rumi")
     calls = {}
     for label, chunks in (("read groups", {}), ("tiles", TILE_CHUNKS)):
         var = open_quietly(remote_dir / "a.rumi", chunks).band_data
         rx.clear_cache()
         rx.stats(reset=True)
-        with dask.config.set(scheduler=scheduler):
+        with dask.config.set(local_scheduler(scheduler)):
             np.testing.assert_array_equal(values(var.isel(band=slice(1, 3))), truth[:, 1:3])
             both = dask.compute(var.mean("time"), var.isel(time=2))
         np.testing.assert_allclose(both[0].to_numpy(), truth.mean(axis=0))

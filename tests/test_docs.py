@@ -399,7 +399,7 @@ def test_tracker_words_are_caught() -> None:
     for text in ("as issue 23 asked", "see issue #7", "at commit 3ce650a", "acceptance target",
                  "the bar is 2x"):
         assert TRACKER_WORDS.search(text), text
-    for text in ("`latest-issue20.md`", "EPSG:32633", "a decade", "2048² cube", "facade"):
+    for text in ("`latest-tile-chunks.md`", "EPSG:32633", "a decade", "2048² cube", "facade"):
         assert not TRACKER_WORDS.search(text), text
 
 
@@ -444,7 +444,7 @@ def public_objects() -> dict[str, object]:
         obj = getattr(rumi_xarray, name)
         if not (isinstance(obj, type) and issubclass(obj, Exception)):
             found[f"rumi_xarray.{name}"] = obj
-    for name in ("explain", "chips", "explain_chips", "to_rumi"):
+    for name in ("explain", "chips", "explain_chips", "explore", "to_rumi"):
         found[f".rumi.{name}"] = getattr(RumiDataArrayAccessor, name)
     for name in rx_torch.__all__:
         found[f"rumi_xarray.torch.{name}"] = getattr(rx_torch, name)

@@ -88,7 +88,7 @@ def test_every_xarray_combination_refuses_two_crss(scenes):
         xr.align(same_date, b, join="exact")
 
 
-def test_same_crs_open_mfdataset_is_unchanged(scenes):
+def test_same_crs_open_mfdataset_is_unchanged(scenes, process_pool):
     truth = {n: read(scenes[n]) for n in ("t1", "t2", "east")}
     # along time
     ds = xr.open_mfdataset([scenes["t2"], scenes["t1"]], engine="rumi")
@@ -105,7 +105,7 @@ def test_same_crs_open_mfdataset_is_unchanged(scenes):
     parts = [xr.open_dataset(scenes[n], engine="rumi", chunks={}) for n in ("t1", "east")]
     both = xr.combine_by_coords(parts)
     np.testing.assert_array_equal(both.band_data.compute().values, tiles.band_data.values)
-    got = tiles.band_data.mean().compute(scheduler="processes", num_workers=2)
+    got = tiles.band_data.mean().compute(scheduler="processes", pool=process_pool)
     assert float(got) == pytest.approx(float(np.concatenate(
         [truth["t1"], truth["east"]], axis=3).mean()))
     # the index pickles (dask graphs, distributed) and keeps its CRS

@@ -34,7 +34,7 @@ NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
 
 
 def on_its_worker(name: str) -> pytest.MarkDecorator:
-    """Group the tests of notebook ``name``: under pytest-xdist they share one execution."""
+    """Give notebook ``name`` a pytest-xdist group of its own: notebooks run side by side."""
     return pytest.mark.xdist_group(f"notebook-{name}")
 
 
@@ -46,6 +46,7 @@ NOTEBOOK_BUDGET = 240
 EXPECTED_FIGURES = {
     "quickstart": {"chip", "dask"},
     "ml_chips": {"loss", "prediction"},
+    "explore": {"snapshot", "zoom"},
     "time_series_exploration": {"rgb-map", "ndvi-map", "locations", "pixel-series",
                                 "climatology-maps", "climatology-curves", "cluster-means"},
 }
@@ -68,25 +69,6 @@ class Run:
         for name, png in self.figures.items():
             (self.figure_dir / f"{name}.png").write_bytes(png)
         save_execution(nb, path)
-
-
-@pytest.fixture(scope="module")
-def executed(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Run]:
-    """Execute a notebook (by stem) once per module, however many tests look at it."""
-    runs: dict[str, Run | Exception] = {}
-
-    def run(name: str) -> Run:
-        if name not in runs:
-            try:
-                runs[name] = Run(NOTEBOOK_DIR / f"{name}.ipynb", tmp_path_factory.mktemp(name))
-            except Exception as exc:  # a failed run fails every test using it, once
-                runs[name] = exc
-        found = runs[name]
-        if isinstance(found, Exception):
-            raise found
-        return found
-
-    return run
 
 
 def test_notebooks_are_present_and_stripped():
@@ -114,32 +96,8 @@ def test_kernel_is_this_venv(tmp_path):
     assert nb.cells[0].outputs[0]["text"].split() == [sys.prefix, "Agg"]
 
 
-@pytest.mark.parametrize("name", BY_NOTEBOOK)
-def test_notebook_runs_cleanly_within_budget(executed, name):
-    run = executed(name)
-    assert run.seconds < NOTEBOOK_BUDGET, f"{name} took {run.seconds:.0f} s"
-    # Notebooks that made their own folder remove it; ours was given, so their files stay.
-    assert any(run.workdir.iterdir()), f"{name} wrote nothing to RUMI_NOTEBOOK_DIR"
-
-
-@pytest.mark.parametrize("name", BY_NOTEBOOK)
-def test_figures_are_saved_and_not_blank(executed, name):
-    run = executed(name)
-    assert set(run.figures) >= EXPECTED_FIGURES.get(name, set()), sorted(run.figures)
-    for figure, png in run.figures.items():
-        assert (run.figure_dir / f"{figure}.png").read_bytes() == png
-        image = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
-        height, width, _ = image.shape
-        assert width >= 300 and height >= 200, (figure, image.shape)
-        packed = image.astype(np.uint32) @ np.array([1 << 16, 1 << 8, 1], dtype=np.uint32)
-        colours = len(np.unique(packed))
-        inked = np.any(image < 200, axis=-1).mean()  # share of pixels that are not near-white
-        assert colours > 64 and inked > 0.02, (figure, colours, inked)
-
-
-@on_its_worker("time_series_exploration")
-def test_pixel_series_equal_rumi_read(executed):
-    run = executed("time_series_exploration")
+def check_pixel_series(run: Run) -> None:
+    """The series the time-series notebook read equal ``rumi.read`` of the same pixels."""
     record = json.loads((run.workdir / "pixel_series.json").read_text())
     values = np.asarray(record["values"])
     points = list(record["points"].values())
@@ -155,13 +113,66 @@ def test_pixel_series_equal_rumi_read(executed):
                                           err_msg=f"{Path(path).name} pixel {(row, col)}")
 
 
-@on_its_worker("ml_chips")
-def test_chip_model_learns_land_cover(executed):
-    # The notebook's model, trained on chips with land-cover labels, must beat chance
-    # (25 %) by far on a held-out date: labels and chips line up window for window.
-    record = json.loads((executed("ml_chips").workdir / "chips_model.json").read_text())
+def check_chip_model(run: Run) -> None:
+    """The ML notebook's model, trained on chips with land-cover labels, beats chance.
+
+    Chance is 25 %; far above it on a held-out date means labels and chips line up
+    window for window.
+    """
+    record = json.loads((run.workdir / "chips_model.json").read_text())
     assert record["accuracy"] > 0.7, record["accuracy"]
     assert record["losses"][-1] < record["losses"][0]
+
+
+def check_explorer_series(run: Run) -> None:
+    """The series the explorer notebook's explorers plotted equal ``rumi.read`` of the pixel.
+
+    One file's series (the bands its explorer shows last) and the catalog's NIR series,
+    read from each date's own file.
+    """
+    record = json.loads((run.workdir / "explore_series.json").read_text())
+    row, col = record["pixel"]
+    header = rumi.info(source=record["series"]).header
+    stored = rumi.read(record["series"], header, bands=record["bands"],
+                       window=(row, col, 1, 1), pattern="t b y x")[:, :, 0, 0]
+    scale = np.float32(1e-4)  # the sidecar's scale: xarray decodes to float32
+    values = np.asarray(record["values"], dtype=np.float32)
+    assert values.shape == (12, 3)
+    np.testing.assert_array_equal(values, stored.astype(np.float32) * scale)
+    per_date = [rumi.read(path, rumi.info(source=path).header, bands=[3],
+                          window=(row, col, 1, 1), pattern="t b y x")[0, 0, 0, 0]
+                for path in record["dates"]]
+    np.testing.assert_array_equal(np.asarray(record["catalog_values"], dtype=np.float32),
+                                  np.asarray(per_date).astype(np.float32) * scale)
+
+
+#: What each notebook computed, checked against ground truth after its run.
+RESULT_CHECKS: dict[str, Callable[[Run], None]] = {
+    "time_series_exploration": check_pixel_series,
+    "ml_chips": check_chip_model,
+    "explore": check_explorer_series,
+}
+
+
+@pytest.mark.parametrize("name", BY_NOTEBOOK)
+def test_notebook_runs_shows_its_figures_and_computes_the_truth(name, tmp_path):
+    # One test per notebook, so each runs once: budget, files, figures and results are
+    # checked on that one run (pytest-xdist gives each notebook a worker of its own).
+    run = Run(NOTEBOOK_DIR / f"{name}.ipynb", tmp_path)
+    assert run.seconds < NOTEBOOK_BUDGET, f"{name} took {run.seconds:.0f} s"
+    # Notebooks that made their own folder remove it; ours was given, so their files stay.
+    assert any(run.workdir.iterdir()), f"{name} wrote nothing to RUMI_NOTEBOOK_DIR"
+    assert set(run.figures) >= EXPECTED_FIGURES.get(name, set()), sorted(run.figures)
+    for figure, png in run.figures.items():
+        assert (run.figure_dir / f"{figure}.png").read_bytes() == png
+        image = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
+        height, width, _ = image.shape
+        assert width >= 300 and height >= 200, (figure, image.shape)
+        packed = image.astype(np.uint32) @ np.array([1 << 16, 1 << 8, 1], dtype=np.uint32)
+        colours = len(np.unique(packed))
+        inked = np.any(image < 200, axis=-1).mean()  # share of pixels that are not near-white
+        assert colours > 64 and inked > 0.02, (figure, colours, inked)
+    RESULT_CHECKS.get(name, lambda run: None)(run)
 
 
 def test_a_broken_cell_fails_the_run(tmp_path):

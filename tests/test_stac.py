@@ -740,6 +740,10 @@ def test_bad_arguments(rumi_items):
             rx.open_stac(rumi_items, geobox=GEOBOX, resampling="sideways", chunks=chunks)
     with pytest.raises(rx.RumiCatalogError, match="resampling=5"):
         rx.open_stac(rumi_items, resampling=5)
+    # odc-geo knows gauss; rasterio's reproject refuses it (ValueError in every chunk).
+    with pytest.raises(rx.RumiCatalogError, match=r"resampling='gauss' is one GDAL computes "
+                                                  r"overviews with.*'nearest'"):
+        rx.open_stac(rumi_items, geobox=GEOBOX, resampling="gauss", chunks={})
 
 
 # --- command line --------------------------------------------------------------------

@@ -258,6 +258,78 @@ class _RumiAccessor:
 
         return explain_chips(self._obj, starts, size, **kwargs)
 
+    def explore(self, band: Any = None, time: Any = None, *, max_pixels: int = 1024,
+                cmap: str = "viridis", percentiles: tuple[float, float] = (2.0, 98.0),
+                size: int = 512) -> Any:
+        """Explore the series in Jupyter: a date's map, a time slider, a clicked pixel's series.
+
+        Returns a widget showing one date's map, read at the level that fits
+        the view (an overview when the file has them, else every ``step``-th
+        pixel of the full resolution, so at most ``max_pixels`` samples on the
+        long side); a time slider labelled with the dates; a band menu
+        (single bands with a colour map, RGB composites with a percentile
+        stretch); zoom buttons (the mouse wheel zooms too). A click on the map
+        plots the clicked pixel's full series, every date read in one planned
+        read, with what that read cost (native calls, frames, compressed bytes
+        and byte ranges, milliseconds). Works on one file (local or remote),
+        a catalog cube (``rx.open_catalog``) and files stacked by
+        ``xr.open_mfdataset``, opened lazily or with dask: the explorer reads
+        through the lazy path either way.
+
+        The widget is plain ipywidgets: images drawn in the kernel, mouse
+        events from ipyevents, so it renders the same in JupyterLab, Notebook,
+        VS Code and Voila without a plotting front-end extension (see
+        ``rumi_xarray.backend.explorer``). Its methods (``show_date``,
+        ``click``, ``select_pixel``, ``zoom``, ``figure``) do what the
+        controls do, from code.
+
+        Parameters
+        ----------
+        band : str or sequence of three str, optional
+            A band label (``"B04"``) or common name (``"red"``) for one band
+            with ``cmap``; three of them for an RGB composite. Default: red,
+            green, blue when the bands have those common names, else the first.
+        time : str, datetime or numpy.datetime64, optional
+            The date shown first (the nearest one); default the first.
+        max_pixels : int, default 1024
+            Longest side of the map in samples.
+        cmap : str, default "viridis"
+            matplotlib colour map of single bands.
+        percentiles : (float, float), default (2, 98)
+            Stretch of the map, per band; made again when the bands or the
+            view change, kept while the date changes so dates compare.
+        size : int, default 512
+            Displayed size of the map's longer side, in CSS pixels.
+
+        Returns
+        -------
+        rumi_xarray.backend.explorer.Explorer
+            An ``ipywidgets.VBox``.
+
+        Raises
+        ------
+        RumiMissingDependencyError
+            ipywidgets, ipyevents or matplotlib is missing: install the
+            ``explore`` extra (``pip install 'rumi-xarray[explore]'``).
+
+        Examples
+        --------
+        >>> ds = xr.open_dataset("scene.rumi", engine="rumi")
+        >>> explorer = ds.rumi.explore(band=("red", "green", "blue"))
+        >>> explorer.select_pixel(40, 60)  # what a click on that pixel does
+        >>> explorer.series.shape  # (time, band): one point per date and band
+        (4, 3)
+        >>> explorer.series_reading.calls
+        1
+        """
+        from rumi_xarray.backend.explore import require_explore_extra
+
+        require_explore_extra()  # before the widgets' module imports them
+        from rumi_xarray.backend.explorer import explore
+
+        return explore(self._obj, band=band, time=time, max_pixels=max_pixels, cmap=cmap,
+                       percentiles=percentiles, size=size)
+
     def to_rumi(self, path: Any, **kwargs: Any) -> bytes:
         """Write this object as a Rumi file; see :func:`rumi_xarray.to_rumi`.
 

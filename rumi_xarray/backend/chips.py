@@ -24,7 +24,7 @@ import xarray as xr
 
 from rumi_xarray.backend.array import RumiBackendArray
 from rumi_xarray.backend.wrappers import find_backend
-from rumi_xarray.conventions import cf, decoding
+from rumi_xarray.conventions import decoding
 from rumi_xarray.errors import RumiSelectionError, RumiUnsupportedError
 from rumi_xarray.model.chips import ChipBatch, as_starts, batch_chips
 from rumi_xarray.model.costs import Explanation
@@ -181,8 +181,28 @@ def chip_source(obj: Any) -> ChipSource:
                                f"not {type(obj).__name__}")
 
 
-def _backend(var: xr.DataArray) -> tuple[RumiBackendArray, Any]:
-    """Return the Rumi array under a variable, lazy or dask-backed, and its key."""
+def backend_of(var: xr.DataArray, what: str = "chips") -> tuple[RumiBackendArray, Any]:
+    """Return the Rumi array under a variable, lazy or dask-backed, and its key.
+
+    Chips and the explorer read from this array directly, whatever path the
+    variable was opened on.
+
+    Parameters
+    ----------
+    var : xarray.DataArray
+    what : str, default "chips"
+        What is read from it, named in the error a dask selection raises.
+
+    Returns
+    -------
+    tuple
+        ``(array, key)``: the key selected on it lazily, ``None`` for the whole array.
+
+    Raises
+    ------
+    RumiUnsupportedError
+        ``var`` is not backed by Rumi files, or is a dask selection of one.
+    """
     data = var.variable._data
     if hasattr(data, "__dask_graph__"):
         from rumi_xarray.dask.graphs import getter_calls
@@ -195,9 +215,9 @@ def _backend(var: xr.DataArray) -> tuple[RumiBackendArray, Any]:
             return _stacked(data, tuple(str(d) for d in var.dims)), None
         if arrays:
             raise RumiUnsupportedError(
-                f"{arrays[0].cube.name}: chips are read from the cube as opened (chunked "
+                f"{arrays[0].cube.name}: {what} are read from the cube as opened (chunked "
                 f"{tuple(data.shape)} is a selection of {tuple(arrays[0].shape)}); select "
-                f"before chunking, or take chips from the whole cube")
+                f"before chunking, or take {what} from the whole cube")
     else:
         located = find_backend(data)
         if located is not None:
@@ -256,9 +276,28 @@ def _stacked(data: Any, dims: tuple[str, ...]) -> RumiBackendArray:
     return RumiBackendArray(cube)
 
 
-def _positions(key: Any, dims: tuple[str, ...], shape: tuple[int, ...]
-               ) -> dict[str, np.ndarray]:
-    """Return, per dimension, the array position of each position of the selection."""
+def selected_positions(key: Any, dims: tuple[str, ...], shape: tuple[int, ...]
+                       ) -> dict[str, np.ndarray]:
+    """Return, per dimension, the array position of each position of the selection.
+
+    Parameters
+    ----------
+    key : ExplicitIndexer or None
+        From ``backend_of`` (``None``: the whole array).
+    dims : tuple of str
+    shape : tuple of int
+        The array's dimensions and shape.
+
+    Returns
+    -------
+    dict
+        Dimension -> positions (int arrays).
+
+    Raises
+    ------
+    RumiUnsupportedError
+        A pointwise key, or an integer that dropped a dimension.
+    """
     full = {d: np.arange(n) for d, n in zip(dims, shape, strict=True)}
     if key is None:
         return full
@@ -277,11 +316,11 @@ def _positions(key: Any, dims: tuple[str, ...], shape: tuple[int, ...]
 
 
 def _from_dataarray(da: xr.DataArray, ds: xr.Dataset | xr.DataArray) -> ChipSource:
-    array, key = _backend(da)
+    array, key = backend_of(da)
     if array.band is not None:
         raise RumiUnsupportedError(f"{da.name!r} holds one band: take chips from the Dataset "
                                    f"of band variables")
-    pos = _positions(key, array.dims, array.shape)
+    pos = selected_positions(key, array.dims, array.shape)
     _check_whole_space(array.cube, pos)
     names = (tuple(str(b) for b in da["band"].values) if "band" in da.coords
              else tuple(str(b) for b in range(len(pos["band"]))))
@@ -295,12 +334,12 @@ def _from_band_variables(ds: xr.Dataset) -> ChipSource:
     first = None
     for name, var in ds.data_vars.items():
         try:
-            array, key = _backend(var)
+            array, key = backend_of(var)
         except RumiUnsupportedError:
             continue
         if array.band is None:
             continue
-        pos = _positions(key, array.dims, array.shape)
+        pos = selected_positions(key, array.dims, array.shape)
         if cube is None:
             cube, times, first = array.cube, pos["time"], var
             _check_whole_space(cube, pos)
@@ -326,11 +365,8 @@ def _check_whole_space(cube: Cube, pos: dict[str, np.ndarray]) -> None:
 
 def _source(cube: Cube, times: np.ndarray, bands: tuple[int, ...], names: tuple[str, ...],
             da: xr.DataArray, ds: xr.Dataset | xr.DataArray, name: str) -> ChipSource:
-    packing = {}
-    for where in (da.attrs, da.encoding):
-        for k in cf.PACKING:
-            if k in where and k not in packing:
-                packing[k] = where[k]
+    # GDAL's scale 1 and offset 0 a Dataset shows are never applied (conventions/attributes).
+    packing = decoding.applied_packing(da.attrs, da.encoding)
     coords = ds.coords
     x = np.asarray(coords["x"].values) if "x" in coords and coords["x"].ndim == 1 else None
     y = np.asarray(coords["y"].values) if "y" in coords and coords["y"].ndim == 1 else None

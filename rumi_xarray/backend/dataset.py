@@ -19,6 +19,8 @@ from xarray.core import indexing
 
 from rumi_xarray.backend.array import RumiBackendArray
 from rumi_xarray.conventions import cf, crs_index, decoding, georef, netcdf
+from rumi_xarray.conventions.attributes import Attributes
+from rumi_xarray.conventions.attributes import apply as apply_attributes
 from rumi_xarray.conventions.bands import BandCoords, band_numbers
 from rumi_xarray.conventions.time import time_coords, time_seconds
 from rumi_xarray.dask.chunks import preferred_chunks
@@ -50,6 +52,9 @@ class CubeLabels:
     cf : dict
         CF attributes Rumi has no field for (``_FillValue``, ``scale_factor``,
         ``add_offset``, ``units``...), from a sidecar, a catalog or the caller.
+    attributes : Attributes
+        The source's other attributes (GDAL tags, netCDF globals), from a
+        sidecar or what a catalog's scenes agree on.
     """
 
     bands: tuple[str, ...]
@@ -59,6 +64,7 @@ class CubeLabels:
     crs: int | str | None
     pixel_is_point: bool | None
     cf: Mapping[str, Any] = field(default_factory=dict)
+    attributes: Attributes = field(default_factory=Attributes)
 
     @classmethod
     def from_metadata(cls, meta: Any, where: str = "") -> CubeLabels:
@@ -144,6 +150,9 @@ def build(cube: Cube, labels: CubeLabels, *, band_as_variable: bool = False,
                       **{k: v for k, v in dict(decoders or {}).items() if k != "mask_and_scale"})
     if decoding.promotes(mask_and_scale):
         ds = decoding.promote_dataset(ds, [n for n in variables if n in ds.variables])
+    # After decoding: attributes are shown, never applied (conventions/attributes).
+    apply_attributes(ds, labels.attributes, dict(zip(variables, targets, strict=True)),
+                     mask_and_scale, labels.bands)
     # xarray compares this index whenever it aligns: mixed CRSs are refused.
     ds = crs_index.attach(ds, georef.GRID_MAPPING, cube.name)
     return netcdf.prepare(_forget_dropped_grid_mapping(ds))

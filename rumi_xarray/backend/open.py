@@ -108,7 +108,7 @@ def open_rumi(filename_or_obj: Any, *, drop_variables: str | Iterable[str] | Non
     transform, crs, pixel_is_point = georef.with_sidecar(
         labels.transform, labels.crs, labels.pixel_is_point, found.georef(), scene.name)
     labels = dataset.CubeLabels(labels.bands, labels.seconds, labels.bounds, transform, crs,
-                                pixel_is_point, facts)
+                                pixel_is_point, facts, found.attributes)
     # xarray's default for every engine: times decoded. mask_and_scale is the policy's
     # (conventions/decoding): unset is xarray's CF decoding, True rioxarray's floats.
     decoders: dict[str, Any] = {"decode_times": True if decode_times is None else decode_times}

@@ -35,9 +35,11 @@ from rumi_xarray.catalogs.table import (
     check_row,
     check_row_digest,
     check_times,
+    row_attributes,
     row_digest,
 )
 from rumi_xarray.conventions import cf, decoding, georef
+from rumi_xarray.conventions.attributes import Attributes
 from rumi_xarray.conventions.sidecar import Sidecar
 from rumi_xarray.errors import (
     RumiCatalogError,
@@ -452,7 +454,8 @@ def _open_table(url: str, *, storage_options: dict[str, Any] | None, time: Any,
     labels = dataset.CubeLabels(bands=labels.bands, seconds=seconds.reshape(-1),
                             bounds=None if bounds is None else bounds.reshape(-1, 2),
                             transform=labels.transform, crs=labels.crs,
-                            pixel_is_point=labels.pixel_is_point, cf=labels.cf)
+                            pixel_is_point=labels.pixel_is_point, cf=labels.cf,
+                            attributes=facts["attributes"])
     ds = dataset.build(cube, labels, band_as_variable=band_as_variable,
                        decoders={"decode_times": decode_times}, mask_and_scale=mask_and_scale)
     extra = {k: ("time", np.repeat(v, grid.time_count)) for k, v in facts["coords"].items()}
@@ -561,9 +564,15 @@ def _labels(rows: pd.DataFrame, grid: Grid) -> dataset.CubeLabels:
         None if transform is None else tuple(float(v) for v in transform),
         None if crs is None else int(crs), None if pip is None else bool(pip),
         found.georef(), where)
+    # What every scene agrees on, as xarray's combine_attrs="drop_conflicts" combines.
+    described = Attributes.combine(dict.fromkeys(
+        row_attributes(rows.iloc[i], f"catalog row {rows['_row'].iloc[i]} "
+                                     f"({source_name(rows['path'].iloc[i])})")
+        for i in range(len(rows))))
     return dataset.CubeLabels(
         bands=tuple(cell_list(ref["bands"]) or ()), seconds=seconds, bounds=bounds,
-        transform=grid_transform, crs=grid_crs, pixel_is_point=point, cf=attrs)
+        transform=grid_transform, crs=grid_crs, pixel_is_point=point, cf=attrs,
+        attributes=described)
 
 
 def open_mfdataset(sources_: str | os.PathLike[str] | Iterable[Any], *, chunks: Any = None,

@@ -48,13 +48,16 @@ from rumi_xarray import options
 from rumi_xarray.catalogs import identity, levels
 from rumi_xarray.catalogs.identity import FileIdentity
 from rumi_xarray.catalogs.table import (
+    ATTRIBUTES,
     ROW_DIGEST,
     SECONDS_RANGE,
     SECONDS_RANGE_TEXT,
     check_row,
     check_row_digest,
+    row_attributes,
 )
 from rumi_xarray.conventions import sidecar as sidecars
+from rumi_xarray.conventions.attributes import Attributes
 from rumi_xarray.conventions.sidecar import Sidecar
 from rumi_xarray.errors import RumiCatalogError, RumiCatalogKeyError, RumiFileChangedError
 from rumi_xarray.formatting import human_size
@@ -76,7 +79,7 @@ ROW_COLUMNS = ("path", "header", "time_seconds", "bands", "transform", "crs", "p
                *sidecars.COLUMNS, levels.COLUMN)
 #: The other columns a row's digest covers, read with it to check it
 #: (:func:`rumi_xarray.catalogs.table.check_row`).
-DIGEST_COLUMNS = ("time", "time_seconds", "time_bounds", ROW_DIGEST)
+DIGEST_COLUMNS = ("time", "time_seconds", "time_bounds", ATTRIBUTES, ROW_DIGEST)
 
 
 @dataclass(frozen=True)
@@ -101,6 +104,7 @@ class OpenCost:
     reference_bytes: int = 0
     coords: list[str] = field(default_factory=list)
     coord_bytes: int = 0
+    attribute_bytes: int = 0
     skipped: dict[str, int] = field(default_factory=dict)
 
     def __str__(self) -> str:
@@ -112,6 +116,9 @@ class OpenCost:
         if self.coords:
             text += (f"; coordinate column(s) {', '.join(self.coords)} "
                      f"({human_size(self.coord_bytes)})")
+        if self.attribute_bytes:
+            text += (f"; the attributes column, for what the scenes agree on "
+                     f"({human_size(self.attribute_bytes)})")
         if self.skipped:
             left = ", ".join(f"{k} ({human_size(v)})" for k, v in self.skipped.items())
             text += (f"; left in the table (coords=[...] or coords='all' reads them): {left}")
@@ -592,6 +599,7 @@ def _open_index(url: str, *, storage_options: Mapping[str, Any] | None, time: An
     for where, found in uniform:
         _uniform_check(found, reference, where)
     extra = _coords(metas, by_file, chosen, schema, coords, order, cost)
+    described = _attributes(metas, by_file, chosen, schema, order, cost, url)
     from rumi_xarray.native import reads
 
     label = f"{ref_group.start + int(within[0])} of {file_label(url, files, ref_group.file)}"
@@ -623,8 +631,31 @@ def _open_index(url: str, *, storage_options: Mapping[str, Any] | None, time: An
                        local, tuple(identities), hrefs, overview, tuple(factors))
     facts = {"seconds": seconds[order], "bounds": None if bounds is None else bounds[order],
              "reference": reference, "reference_label": label, "coords": extra,
-             "cost": cost}
+             "attributes": described, "cost": cost}
     return index, facts
+
+
+def _attributes(metas: list[Any], by_file: dict[int, list[int]], chosen: list[Group],
+                schema: Any, order: np.ndarray, cost: OpenCost, url: str) -> Attributes:
+    """Return what the chosen scenes' attributes agree on (``drop_conflicts``).
+
+    The ``attributes`` column of the chosen row groups is read (its size is in
+    ``explain()``); each distinct text is parsed once.
+    """
+    if ATTRIBUTES not in schema.names:
+        return Attributes()
+    cells: list[Any] = []
+    for f, gs in by_file.items():
+        if ATTRIBUTES in metas[f].schema_arrow.names:
+            tab = metas[f].read_row_groups(gs, columns=[ATTRIBUTES])
+            cost.attribute_bytes += int(tab.nbytes)
+            cells.extend(tab.column(ATTRIBUTES).to_pylist())
+        else:  # a file appended without the column: its rows have none
+            cells.extend([None] * sum(g.rows for g in chosen if g.file == f))
+    texts = dict.fromkeys(cells[int(i)] for i in order)
+    return Attributes.combine(
+        [row_attributes({ATTRIBUTES: t}, f"the attributes column of {source_name(url)}")
+         for t in texts])
 
 
 def _duplicates(order: np.ndarray, seconds: np.ndarray, duplicates: str, url: str

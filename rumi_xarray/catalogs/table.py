@@ -23,6 +23,8 @@ import pandas as pd
 from rumi_xarray import options
 from rumi_xarray.catalogs import levels
 from rumi_xarray.conventions import sidecar as sidecars
+from rumi_xarray.conventions.attributes import KEY as ATTRIBUTES
+from rumi_xarray.conventions.attributes import Attributes
 from rumi_xarray.conventions.digests import digest
 from rumi_xarray.conventions.facts import is_null
 from rumi_xarray.conventions.sidecar import Sidecar
@@ -45,11 +47,12 @@ from rumi_xarray.sources.transport import FsspecSource
 #: Catalog columns, in order. Times are POSIX seconds so Parquet round trips
 #: them exactly; ``time`` (first step) is a convenience for filtering. Then
 #: seven are the sidecar's (:data:`rumi_xarray.conventions.sidecar.COLUMNS`, null
-#: when unknown; NaN and null as :mod:`rumi_xarray.conventions.facts` says), and
+#: when unknown; NaN and null as :mod:`rumi_xarray.conventions.facts` says), then the
+#: sidecar's attributes as compact JSON text (``attributes``, null without any), and
 #: the last is the row's digest (:data:`ROW_DIGEST`).
 DIGESTED = ("path", "header", "time", "time_seconds", "time_bounds", "bands", "transform",
             "crs", "pixel_is_point", "time_count", "band_count", "height", "width", "dtype",
-            "tile_height", "tile_width", "frame_layout", *sidecars.COLUMNS)
+            "tile_height", "tile_width", "frame_layout", *sidecars.COLUMNS, ATTRIBUTES)
 #: The column holding the digest of every other catalog column of its row
 #: (:func:`rumi_xarray.conventions.digests.digest` of :data:`DIGESTED`, and of
 #: ``overviews`` when the row has levels): Parquet as pandas writes it has no page
@@ -194,10 +197,37 @@ def catalog_row(path: Any, header: bytes, grid: Grid, seconds: Sequence[int],
         "tile_width": grid.tile_width,
         "frame_layout": grid.frame_layout,
         **sidecar.to_columns(),
+        ATTRIBUTES: sidecar.attributes.text() or None,
         OVERVIEWS: overviews,
     }
     row[ROW_DIGEST] = row_digest(row)
     return row
+
+
+def row_attributes(row: Mapping[Any, Any] | pd.Series, where: str) -> Attributes:
+    """Return the attributes a catalog row holds (none without the column or a value).
+
+    Parameters
+    ----------
+    row : mapping
+    where : str
+        The row, named in the error.
+
+    Returns
+    -------
+    described : Attributes
+        What the row records.
+
+    Raises
+    ------
+    RumiCatalogError
+        The cell is not what ``rx.catalog`` writes there.
+    """
+    value = cell(row.get(ATTRIBUTES))
+    try:
+        return Attributes.from_json(value)
+    except ValueError as exc:
+        raise RumiCatalogError(f"{where}: {exc}") from None
 
 
 def check_row_digest(row: Mapping[Any, Any] | pd.Series, where: str) -> None:
@@ -250,9 +280,12 @@ def row_digest(row: Mapping[Any, Any] | pd.Series) -> str:
     >>> row_digest({"path": "a.rumi"})[:7]
     'sha256:'
     """
-    values = dict(row)
-    keys = DIGESTED if is_null(values.get(OVERVIEWS)) else (*DIGESTED, OVERVIEWS)
-    return digest(values, keys)
+    # Rows without attributes or overviews digest as rows did before those columns
+    # existed, so tables written then still check.
+    keys = DIGESTED if cell(row.get(ATTRIBUTES)) is not None else DIGESTED[:-1]
+    if not is_null(cell(row.get(OVERVIEWS))):
+        keys = (*keys, OVERVIEWS)
+    return digest(dict(row), keys)
 
 
 def source_text(src: Any) -> str | bytes:

@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from rumi_xarray.conventions.attributes import SHOWN_PACKING
 from rumi_xarray.conventions.bands import band_numbers
 from rumi_xarray.conventions.cf import PACKING
 from rumi_xarray.conventions.facts import gdal_decoded_type
@@ -145,6 +146,38 @@ def packing_of(attributes: Mapping[str, Any]) -> dict[str, Any]:
     {'_FillValue': 0}
     """
     return {k: v for k, v in attributes.items() if k in PACKING}
+
+
+def applied_packing(attrs: Mapping[str, Any], encoding: Mapping[str, Any]) -> dict[str, Any]:
+    """Return the CF packing a variable's ``attrs`` and ``encoding`` apply when decoding.
+
+    GDAL's scale 1 and offset 0 a Dataset shows (named in
+    ``encoding[SHOWN_PACKING]``, :mod:`rumi_xarray.conventions.attributes`) are left
+    out: they are shown, never applied.
+
+    Parameters
+    ----------
+    attrs, encoding : mapping
+
+    Returns
+    -------
+    dict
+        ``_FillValue``, ``missing_value``, ``scale_factor``, ``add_offset``
+        found (``attrs`` first).
+
+    Examples
+    --------
+    >>> applied_packing({"scale_factor": 1.0, "_FillValue": 0},
+    ...                 {SHOWN_PACKING: ("scale_factor",)})
+    {'_FillValue': 0}
+    """
+    shown = set(encoding.get(SHOWN_PACKING) or ())
+    out: dict[str, Any] = {}
+    for where in (attrs, encoding):
+        for key in PACKING:
+            if key in where and key not in out and key not in shown:
+                out[key] = where[key]
+    return out
 
 
 def decode_variable(name: Hashable, variable: xr.Variable,

@@ -14,6 +14,10 @@ A sidecar is strict JSON: ``{"format": "rumi-xarray-sidecar", "version": 2,
 <rumi_xarray.conventions.facts.Facts.to_json>` spells them, plus
 ``crs_wkt`` and ``geotransform`` (:data:`GEOREF_FACTS`) where needed.
 
+The source's own attributes (GDAL tags, netCDF globals) live under one key,
+``attributes`` (:mod:`rumi_xarray.conventions.attributes`), covered by the
+same content digest.
+
 A file written with overviews (``to_rumi(..., overviews=...)``) records them
 under ``overviews`` (:class:`Overviews`): the resampling and, per level, its
 factor, its file (a plain name in the same folder, itself a Rumi file), its
@@ -45,6 +49,8 @@ from urllib.parse import quote, urlsplit, urlunsplit
 import pandas as pd
 
 from rumi_xarray import options
+from rumi_xarray.conventions.attributes import KEY as ATTRIBUTES
+from rumi_xarray.conventions.attributes import Attributes
 from rumi_xarray.conventions.digests import digest, labels_digest
 from rumi_xarray.conventions.facts import COLUMNS as FACT_COLUMNS
 from rumi_xarray.conventions.facts import Facts, column_differences
@@ -265,6 +271,9 @@ class Sidecar:
         The digest of the file's labels when it was written
         (:func:`~rumi_xarray.conventions.digests.labels_digest`); not a
         catalog column (a row has its own digest).
+    attributes : Attributes
+        The source's attributes no fact holds (its own catalog column,
+        ``attributes``; never compared between the scenes of a cube).
     overviews : Overviews
         The file's overview levels (none by default).
     """
@@ -273,12 +282,13 @@ class Sidecar:
     crs_wkt: str | None = None
     geotransform: str | None = None
     labels_digest: str | None = None
+    attributes: Attributes = field(default_factory=Attributes)
     overviews: Overviews = field(default_factory=Overviews)
 
     def __bool__(self) -> bool:
         """Return whether there is anything to record."""
         return (bool(self.facts) or bool(self.georef()) or self.labels_digest is not None
-                or bool(self.overviews))
+                or bool(self.attributes) or bool(self.overviews))
 
     def check_labels(self, meta: Any, where: str) -> None:
         """Raise when the file's labels are not those recorded when it was written.
@@ -327,8 +337,9 @@ class Sidecar:
         dict
         """
         recorded = {} if self.labels_digest is None else {LABELS_DIGEST: self.labels_digest}
+        described = {ATTRIBUTES: self.attributes.to_json()} if self.attributes else {}
         levels = {OVERVIEWS: self.overviews.to_json()} if self.overviews else {}
-        return {**self.facts.to_json(), **self.georef(), **recorded, **levels}
+        return {**self.facts.to_json(), **self.georef(), **recorded, **described, **levels}
 
     @classmethod
     def from_json(cls, content: Mapping[str, Any]) -> Sidecar:
@@ -345,12 +356,16 @@ class Sidecar:
         Raises
         ------
         ValueError
-            A number that is not one, malformed overview levels.
+            A number that is not one, attributes that are not strict JSON
+            (:meth:`Attributes.from_json
+            <rumi_xarray.conventions.attributes.Attributes.from_json>`), malformed
+            overview levels.
         """
         recorded = content.get(LABELS_DIGEST)
         if recorded is not None and not isinstance(recorded, str):
             raise ValueError(f"{LABELS_DIGEST} {recorded!r} is not a digest")
         return cls(Facts.from_json(content), *_georef(content), labels_digest=recorded,
+                   attributes=Attributes.from_json(content.get(ATTRIBUTES)),
                    overviews=Overviews.from_json(content.get(OVERVIEWS)))
 
     def to_columns(self) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from rumi_xarray.conventions import attributes
 from rumi_xarray.errors import RumiCatalogError, RumiError, RumiWriteError
 from rumi_xarray.ingestion.plan import Input, Step, Task
 from rumi_xarray.sources.redact import redact
@@ -92,8 +93,11 @@ def run_task(task: Task, verify: bool = False) -> Outcome:
     steps = [_step_array(step, task.params) for step in task.steps]
     _same_grid(steps, task)
     times = [_time(step, array) for step, array in zip(task.steps, steps, strict=True)]
-    data = xr.concat(steps, dim="time", join="exact", combine_attrs="override") \
+    data = xr.concat(steps, dim="time", join="exact", combine_attrs="drop_conflicts") \
         if len(steps) > 1 else steps[0].expand_dims("time")
+    if len(steps) > 1:  # what the dates agree on, as a catalog of them would show
+        data.encoding[attributes.BANDS_ENCODING] = attributes.combined_bands(
+            attributes.band_attributes(s) for s in steps)
     data = data.drop_vars("time", errors="ignore")
     try:
         to_rumi(data, task.output, time=times, tile_size=int(task.params["tile_size"]),
@@ -160,6 +164,7 @@ def _open(inp: Input, tile_size: int, origin: str) -> xr.DataArray:
         obj = obj.isel(time=0)
     da = obj if "band" in obj.dims else obj.expand_dims(band=[1])
     labels = [str(v) for v in da["band"].values]
+    tags = attributes.band_attributes(da)
     if inp.band is not None:
         if inp.band > da.sizes["band"]:
             raise RumiCatalogError(f"{origin}: {redact(inp.href)} has {da.sizes['band']} "
@@ -170,6 +175,7 @@ def _open(inp: Input, tile_size: int, origin: str) -> xr.DataArray:
             raise RumiCatalogError(f"{origin}: {redact(inp.href)} has no band {inp.name!r} "
                                    f"(its bands: {labels})")
         da = da.isel(band=[labels.index(inp.name)])
+    selected = [str(v) for v in da["band"].values]
     if inp.label is not None:
         # A multi-band asset: its key and each band's own label name the bands.
         da = da.assign_coords(band=[inp.label] if da.sizes["band"] == 1 else
@@ -179,7 +185,11 @@ def _open(inp: Input, tile_size: int, origin: str) -> xr.DataArray:
     except Exception as exc:
         raise RumiCatalogError(f"{origin}: cannot read {redact(inp.href)}: "
                                f"{type(exc).__name__}: {' '.join(str(exc).split())}") from exc
-    return loaded.assign_coords(band=[str(v) for v in loaded["band"].values])
+    out = loaded.assign_coords(band=[str(v) for v in loaded["band"].values])
+    # Each band's tags follow it to its new label (conventions/attributes).
+    out.encoding[attributes.BANDS_ENCODING] = attributes.relabelled(
+        tags, selected, [str(v) for v in out["band"].values])
+    return out
 
 
 def _step_array(step: Step, params: Mapping[str, Any]) -> xr.DataArray:
@@ -205,8 +215,13 @@ def _step_array(step: Step, params: Mapping[str, Any]) -> xr.DataArray:
                                    f"{_nodata(first)}; one Rumi file has one nodata")
     if len(parts) == 1:
         return first
-    # Coordinates are equal (checked): exact alignment keeps rioxarray's arithmetic.
-    return xr.concat(parts, dim="band", join="override", combine_attrs="override")
+    # Coordinates are equal (checked): exact alignment keeps rioxarray's arithmetic. The
+    # files' attributes combine as catalogs combine scenes' (drop_conflicts), each band
+    # keeps its own.
+    stacked = xr.concat(parts, dim="band", join="override", combine_attrs="drop_conflicts")
+    stacked.encoding[attributes.BANDS_ENCODING] = attributes.combined_bands(
+        attributes.band_attributes(p) for p in parts)
+    return stacked
 
 
 def _nodata(da: xr.DataArray) -> Any:

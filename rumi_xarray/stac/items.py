@@ -36,6 +36,12 @@ An Item describes one Rumi file:
     ``["t", "b"]``), ``rumi:tile_size`` ``[height, width]``,
     ``rumi:time_count`` and ``rumi:pixel_is_point``: the layout facts a
     reader groups reads by, readable without decoding the header;
+  - :data:`ATTRIBUTES_FIELD` (``"rumi:attributes"``), when the file has
+    any: the attributes of its sidecar (GDAL tags, netCDF globals) as
+    compact JSON text (``rumi_xarray.conventions.attributes``): text, not
+    an object, because stac-geoparquet infers one Arrow type per field
+    across Items, and two files' tags of one name may be a number and a
+    text (an object is read as well);
   - :data:`OVERVIEWS_FIELD` (``"rumi:overviews"``), for a file with overview
     levels: ``{"resampling": ..., "levels": [{"factor": 2, "file":
     "scene.rumi.ovr2", "shape": [h, w], "header": <base64>}, ...]}``, each
@@ -67,7 +73,7 @@ from typing import Any
 
 import pandas as pd
 
-from rumi_xarray.catalogs.table import cell, cell_list
+from rumi_xarray.catalogs.table import cell, cell_list, row_attributes
 from rumi_xarray.conventions.bands import BandCoords, first_repeat
 from rumi_xarray.conventions.georef import (
     corner_transform,
@@ -93,6 +99,8 @@ INDEX_ORDER_FIELD = "rumi:index_order"
 TILE_FIELD = "rumi:tile_size"
 TIME_COUNT_FIELD = "rumi:time_count"
 POINT_FIELD = "rumi:pixel_is_point"
+#: Asset field holding the file's attributes (its sidecar's ``attributes`` object).
+ATTRIBUTES_FIELD = "rumi:attributes"
 #: Asset field listing the overview levels (files beside the asset).
 OVERVIEWS_FIELD = "rumi:overviews"
 #: Vertices per side when projecting a footprint to WGS84.
@@ -263,14 +271,18 @@ def item_from_row(row: Mapping[Any, Any], item_id: str, *, row_number: int | Non
     item = pystac.Item(item_id, geometry=geometry, bbox=bbox, datetime=single,
                        start_datetime=start, end_datetime=end, properties=properties,
                        collection=collection)
-    asset = pystac.Asset(str(row["path"]), media_type=MEDIA_TYPE, roles=["data"],
-                         extra_fields={
-                             HEADER_FIELD: base64.b64encode(header).decode("ascii"),
+    extra: dict[str, Any] = {HEADER_FIELD: base64.b64encode(header).decode("ascii"),
                              LAYOUT_FIELD: grid.frame_layout,
                              INDEX_ORDER_FIELD: list(grid.index_order),
                              TILE_FIELD: [grid.tile_height, grid.tile_width],
                              TIME_COUNT_FIELD: grid.time_count,
-                             POINT_FIELD: point, **_overviews_field(row, where)})
+                             POINT_FIELD: point,
+                             **_overviews_field(row, where)}
+    described = row_attributes(row, where)
+    if described:
+        extra[ATTRIBUTES_FIELD] = described.text()
+    asset = pystac.Asset(str(row["path"]), media_type=MEDIA_TYPE, roles=["data"],
+                         extra_fields=extra)
     item.add_asset(ASSET_KEY, asset)
     if gbox is not None:
         corner = corner_transform(transform, point)  # type: ignore[arg-type]

@@ -29,7 +29,10 @@ applied) with ``nodata`` in the variable's attributes and
 (``_FillValue`` equal to ``nodata``, ``scale_factor``, ``add_offset``,
 ``units``, as rioxarray's ``mask_and_scale=False`` gives them), so
 ``xr.decode_cf(ds)`` gives what ``mask_and_scale=True`` gives: the values
-``xr.open_dataset(engine="rumi")`` gives for the same files.
+``xr.open_dataset(engine="rumi")`` gives for the same files. The files'
+attributes (GDAL tags, netCDF globals: ``rumi:attributes`` of the Items) are
+shown as every door shows them (``rumi_xarray.conventions.attributes``):
+what the Items agree on.
 """
 
 from __future__ import annotations
@@ -44,6 +47,8 @@ import numpy as np
 import xarray as xr
 
 from rumi_xarray.conventions import cf, decoding
+from rumi_xarray.conventions.attributes import Attributes
+from rumi_xarray.conventions.attributes import apply as apply_attributes
 from rumi_xarray.conventions.bands import BandCoords
 from rumi_xarray.conventions.facts import Facts
 from rumi_xarray.conventions.time import decoded_instants
@@ -279,22 +284,38 @@ def _open_items(items: Any, o: LoadOptions) -> xr.Dataset:
     else:
         ds = _open_warped(sources, groups, names, band_index, gbox, dtype, fill_nodata, o)
         ds = _decoded(ds, packing, o.mask_and_scale, eager=o.chunks is None)
-    return _conform(ds, gbox, sources, groups, names, band_index, fill_nodata, packing,
-                    decoding.applies_cf(o.mask_and_scale))
+    ds = _conform(ds, gbox, sources, groups, names, band_index, fill_nodata, packing,
+                  decoding.applies_cf(o.mask_and_scale))
+    # What the Items agree on (combine_attrs="drop_conflicts"), as catalogs show it.
+    described = Attributes.combine(dict.fromkeys(s.attributes for s in sources))
+    variables: dict[Hashable, int | None] = (
+        dict(zip(names, band_index[0], strict=True)) if o.band_as_variable
+        else {VARIABLE: None})
+    return apply_attributes(ds, described, variables, o.mask_and_scale,
+                            sources[0].labels.texts)
 
 
 def _check_resampling(resampling: Any) -> None:
-    """Refuse a resampling name odc-geo does not know, now rather than in every task."""
+    """Refuse a resampling GDAL's warper does not run, now rather than in every task.
+
+    odc-geo knows every name of rasterio's ``Resampling``, ``gauss`` included, but
+    ``gauss`` is GDAL's overview resampling: its warper refuses it, so a load given it
+    would fail in each output chunk.
+    """
     from odc.geo.warp import resampling_s2rio
+    from rasterio.warp import SUPPORTED_RESAMPLING  # type: ignore[import-untyped]
 
+    warped = sorted(r.name for r in SUPPORTED_RESAMPLING)
     try:
-        resampling_s2rio(resampling)
+        method = resampling_s2rio(resampling)
     except (ValueError, AttributeError, TypeError) as exc:
-        from rasterio.warp import Resampling  # type: ignore[import-untyped]
-
         raise RumiCatalogError(
             f"resampling={resampling!r} is not a resampling odc-geo knows ({exc}); use one "
-            f"of {sorted(r.name for r in Resampling)}") from None
+            f"of {warped}") from None
+    if method not in SUPPORTED_RESAMPLING:
+        raise RumiCatalogError(
+            f"resampling={resampling!r} is one GDAL computes overviews with, not one its "
+            f"warper runs; use one of {warped}")
 
 
 def _open_archive(items: Any, o: LoadOptions) -> xr.Dataset:

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rumi_xarray.conventions.attributes import Attributes
 from rumi_xarray.conventions.bands import BandCoords
 from rumi_xarray.conventions.facts import Facts
 from rumi_xarray.conventions.georef import shift_half_pixel
@@ -93,6 +94,8 @@ class StacSource:
         ``proj:projjson`` or a non-EPSG ``proj:code``).
     properties : mapping
         The Item's properties (for grouping by a property).
+    attributes : Attributes
+        The file's attributes (``rumi:attributes``; none without it).
     overviews : tuple of StacLevel
         The file's overview levels (``rumi:overviews``), finest first.
     overview : (int, int), optional
@@ -114,6 +117,7 @@ class StacSource:
     facts: Facts = field(default_factory=Facts)
     crs_wkt: str | None = None
     properties: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    attributes: Attributes = field(default_factory=Attributes, repr=False)
     overviews: tuple[StacLevel, ...] = field(default=(), repr=False)
     overview: tuple[int, int] | None = None
 
@@ -522,6 +526,10 @@ def parse_item(item: Mapping[str, Any], position: int,
     if len(texts) != grid.bands:
         raise RumiCatalogError(f"{where}: {len(texts)} bands described, the header has "
                                f"{grid.bands}")
+    try:
+        described = Attributes.from_json(asset.get(out.ATTRIBUTES_FIELD))
+    except ValueError as exc:
+        raise RumiCatalogError(f"{where}: {exc}") from None
     seconds, bounds = _times(properties, where)
     if len(seconds) != grid.time_count:
         raise RumiCatalogError(
@@ -532,7 +540,8 @@ def parse_item(item: Mapping[str, Any], position: int,
                       pixel_is_point=bool(asset.get(out.POINT_FIELD) or False),
                       band_texts=tuple(texts), seconds=tuple(seconds), bounds=bounds,
                       facts=_facts(asset, where, grid.dtype), properties=properties,
-                      crs_wkt=crs_wkt, overviews=_overviews(asset, where, grid))
+                      crs_wkt=crs_wkt, attributes=described,
+                      overviews=_overviews(asset, where, grid))
 
 
 def _overviews(asset: Mapping[str, Any], where: str, grid: Grid) -> tuple[StacLevel, ...]:
@@ -733,7 +742,8 @@ def catalog_table(sources: Iterable[StacSource]) -> pd.DataFrame:
     from rumi_xarray.catalogs.table import COLUMNS, catalog_row
 
     rows = [catalog_row(s.href, s.header, s.grid, s.seconds, s.bounds, s.band_texts,
-                        *_file_grid(s), s.pixel_is_point, Sidecar(s.facts, **_grid_facts(s)))
+                        *_file_grid(s), s.pixel_is_point,
+                        Sidecar(s.facts, **_grid_facts(s), attributes=s.attributes))
             for s in sources]
     return pd.DataFrame(rows, columns=list(COLUMNS))
 

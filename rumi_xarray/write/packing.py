@@ -210,8 +210,9 @@ def _units(value: Any, n_bands: int, where: str) -> str | None:
         if len(set(texts)) == 1:
             return texts[0]
         warnings.warn(f"{where}: units differ between bands ({', '.join(map(repr, texts))}); "
-                      f"the sidecar holds one units text for the file, so none is stored",
-                      UserWarning, stacklevel=4)
+                      f"the sidecar holds one units fact for the file, so none applies to "
+                      f"band_data: each band's units are kept in the sidecar's attributes "
+                      f"(shown with band_as_variable=True)", UserWarning, stacklevel=4)
         return None
     return str(value) if str(value) else None
 

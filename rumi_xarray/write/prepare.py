@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from rumi_xarray.conventions import attributes as attribute_conv
 from rumi_xarray.conventions import bands as band_conv
 from rumi_xarray.conventions import georef
 from rumi_xarray.conventions import time as time_conv
@@ -50,8 +51,9 @@ class Prepared:
     pixel_is_point : bool
     sidecar : Sidecar
         Nodata, scale, offset, units and decoded type
-        (:func:`rumi_xarray.write.packing.encode`), and the georeferencing
-        the format cannot hold, for the sidecar.
+        (:func:`rumi_xarray.write.packing.encode`), the georeferencing
+        the format cannot hold and the source's attributes
+        (:func:`rumi_xarray.conventions.attributes.collect`), for the sidecar.
     """
 
     data: xr.DataArray
@@ -120,9 +122,12 @@ def prepare(obj: xr.DataArray | xr.Dataset, where: str = "<to_rumi>", *,
         labels = time_conv.scalar_time(selected, ds, time_dim, where)
     bands = band_conv.band_texts(da, where)
     grid = georef.georeference(da, ds, where, crs)
+    described = attribute_conv.collect(selected, ds, bands, where,
+                                       packed=encoded.facts.packed,
+                                       units_known=encoded.facts.units is not None)
     return Prepared(data=da, bands=bands, time=labels, transform=grid.transform, crs=grid.epsg,
                     pixel_is_point=grid.pixel_is_point,
-                    sidecar=Sidecar(encoded.facts, **grid.facts))
+                    sidecar=Sidecar(encoded.facts, **grid.facts, attributes=described))
 
 
 # --- which variable -------------------------------------------------------------
@@ -217,6 +222,9 @@ def _stack_bands(ds: xr.Dataset, names: list[Hashable], where: str, band_dim: st
     attrs, encoding = packing.packing(arrays[0])
     stacked.attrs.update(attrs)
     stacked.encoding.update(encoding)
+    # Each variable's own attributes are its band's (the sidecar keeps them per band).
+    stacked.encoding[attribute_conv.BANDS_ENCODING] = {
+        label: dict(ds[name].attrs) for label, name in zip(labels, names, strict=True)}
     return stacked.assign_coords({band_dim: labels}).rename(None)
 
 
@@ -253,8 +261,9 @@ def _same_cf(arrays: list[xr.DataArray], names: list[Hashable], where: str
     units = {s.get("units") for s in signatures}
     if len(units) > 1:
         warnings.warn(f"{where}: the variables {listing} have different units; the sidecar "
-                      f"holds one units text per file, so none is stored", UserWarning,
-                      stacklevel=4)
+                      f"holds one units fact per file, so none applies to band_data: each "
+                      f"variable's units are kept in the sidecar's attributes (shown with "
+                      f"band_as_variable=True)", UserWarning, stacklevel=4)
         arrays = [a.copy(data=a.data) for a in arrays]
         for a in arrays:
             a.attrs.pop("units", None)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Hashable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -28,6 +28,7 @@ import xarray as xr
 
 from rumi_xarray import progress as progress_bars
 from rumi_xarray.conventions import cf
+from rumi_xarray.conventions.attributes import Attributes, json_value
 from rumi_xarray.conventions.digests import labels_digest
 from rumi_xarray.conventions.facts import Facts
 from rumi_xarray.conventions.sidecar import Overviews, Sidecar, SidecarUpdate, sidecar_path
@@ -72,6 +73,7 @@ def write_array(path: str | os.PathLike[str], data: Any, *, bands: Sequence[str]
                 add_offset: float | None = None, units: str | None = None,
                 decoded_dtype: Any = None, crs_wkt: str | None = None,
                 geotransform: str | None = None, any_suffix: bool = False,
+                attributes: Attributes | Mapping[str, Any] | None = None,
                 overviews: Any = None, overview_resampling: str = "average") -> bytes:
     """Write a ``(time, band, y, x)`` array as a Rumi file.
 
@@ -131,6 +133,12 @@ def write_array(path: str | os.PathLike[str], data: Any, *, bands: Sequence[str]
     any_suffix : bool, default False
         Write ``path`` even when its name does not end in ``.rumi`` (see
         ``check_suffix``).
+    attributes : mapping, optional
+        Attributes to keep in the sidecar, shown when the file is opened:
+        ``{"dataset": {...}, "variable": {...}, "bands": [{...}, ...]}``
+        (the Dataset's ``attrs``, ``band_data``'s, and each band's), with
+        texts, numbers, booleans or flat lists of them as values (see
+        ``rumi_xarray.conventions.attributes``).
     overviews : None, "auto" or list of int, optional
         Overview levels, as GDAL's COG driver makes them: ``"auto"`` halves
         the image until it fits within one tile (``OVERVIEWS=AUTO``), a list
@@ -189,12 +197,14 @@ def write_array(path: str | os.PathLike[str], data: Any, *, bands: Sequence[str]
             cf.cf_attributes(facts, dtype, target)  # nodata fits the samples, known types
         except RumiError as exc:
             raise ValueError(str(exc)) from None
+        described = _attributes(attributes, int(data.shape[1]))
         t, b, h, w = (int(n) for n in data.shape)
         levels = levels_model.plan_levels(h, w, overviews, tile_size)
         resampling = levels_model.check_resampling(overview_resampling)
         if levels:
             levels_model.check_dtype(dtype, resampling)
-    sidecar = SidecarUpdate(target, Sidecar(facts, crs_wkt, geotransform))
+    sidecar = SidecarUpdate(target, Sidecar(facts, crs_wkt, geotransform,
+                                            attributes=described))
     recorded = Overviews(resampling)
     with atomic_path(target) as temporary:
         try:
@@ -219,7 +229,8 @@ def write_array(path: str | os.PathLike[str], data: Any, *, bands: Sequence[str]
                         tile_size=tile_size, codec=codec, error=error, pattern=pattern,
                         progress=False, nodata=nodata, scale_factor=scale_factor,
                         add_offset=add_offset, units=units, decoded_dtype=decoded_dtype,
-                        crs_wkt=crs_wkt, geotransform=level_geotransform, any_suffix=True)
+                        crs_wkt=crs_wkt, geotransform=level_geotransform, any_suffix=True,
+                        attributes=described)
                     return (labels_digest(reads.info(level_path), level_path),
                             bytes(level_header))
 
@@ -251,6 +262,31 @@ def write_array(path: str | os.PathLike[str], data: Any, *, bands: Sequence[str]
     # Levels an earlier write made and this one did not: no sidecar records them now.
     level_files.remove_stale(target, [level.file for level in recorded.levels])
     return header
+
+
+def _attributes(given: Attributes | Mapping[str, Any] | None, bands: int) -> Attributes:
+    """Return ``write_array``'s ``attributes=`` checked (one mapping per band, if any)."""
+    if given is None:
+        return Attributes()
+    if isinstance(given, Attributes):
+        described = given
+    else:
+        # numpy numbers and arrays, tuples: as JSON holds them; anything else is refused
+        described = Attributes.from_json({part: _plain(value) for part, value in given.items()})
+    if described.bands and len(described.bands) != bands:
+        raise ValueError(f"attributes has {len(described.bands)} band mapping(s) for "
+                         f"{bands} band(s)")
+    return described
+
+
+def _plain(value: Any) -> Any:
+    """Return ``attributes=`` values as JSON holds them, where that changes nothing."""
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)) and all(isinstance(v, Mapping) for v in value):
+        return [_plain(v) for v in value]
+    converted, reason = json_value(value)
+    return value if reason is not None else converted
 
 
 @contextlib.contextmanager
@@ -442,7 +478,15 @@ def to_rumi(obj: xr.DataArray | xr.Dataset, path: str | os.PathLike[str], *,
       ``encode_cf=False`` stores the decoded values instead (``dtype=``
       e.g. ``"float32"`` then chooses their type). What cannot be stored is
       warned about: per-band scales or offsets that differ (the decoded
-      values are stored), per-band units that differ (not stored).
+      values are stored), per-band units that differ (kept per band with
+      the attributes, below).
+    - **attributes** (GDAL tags, netCDF globals...) go to the sidecar too,
+      under ``attributes``: the Dataset's ``attrs``, the variable's, and
+      each band's (a rioxarray DataArray's band tags as ``convert`` opens
+      it, the variables of a Dataset written as bands, or what a Rumi
+      Dataset kept in ``encoding["rumi_band_attributes"]``). Facts and
+      georeferencing are not repeated there; values JSON cannot hold
+      exactly are stored as text, with a warning.
 
     Values are otherwise written as they are in memory: big-endian samples
     are byte-swapped (losslessly).
@@ -572,4 +616,5 @@ def to_rumi(obj: xr.DataArray | xr.Dataset, path: str | os.PathLike[str], *,
                        units=facts.units, decoded_dtype=facts.decoded_dtype,
                        crs_wkt=prepared.sidecar.crs_wkt,
                        geotransform=prepared.sidecar.geotransform, any_suffix=any_suffix,
-                       overviews=overviews, overview_resampling=overview_resampling)
+                       attributes=prepared.sidecar.attributes, overviews=overviews,
+                       overview_resampling=overview_resampling)

@@ -21,7 +21,6 @@ import rumi
 import xarray as xr
 
 import rumi_xarray as rx
-from rumi_xarray.backend import explore as explore_module
 from rumi_xarray.demo import synthetic
 from rumi_xarray.model.views import View, choose_level, plan_map, stretch_limits, to_unit
 from tests.servers import RangeHTTPServer
@@ -259,46 +258,6 @@ def test_remote_file_click_is_one_read_in_few_requests(files, tmp_path):
 # --- overviews ----------------------------------------------------------------------------
 
 
-def test_an_overview_that_fits_the_view_is_read_instead_of_the_full_resolution(
-        files, tmp_path, monkeypatch):
-    # Until files carry overviews, a 2x2 mean of the series in a file of its own stands in
-    # for overview 0, found through the interface the overviews use:
-    # rumi_xarray.overview_factors(source) and xr.open_dataset(..., overview_level=k).
-    counts = files["counts"].astype(np.float64)
-    mean = counts.reshape(N_DATES, 4, HEIGHT // 2, 2, WIDTH // 2, 2).mean(axis=(3, 5))
-    scene = synthetic.scene_series(n_dates=N_DATES, size=WIDTH).isel(y=slice(0, HEIGHT))
-    overview = scene.isel(y=slice(0, None, 2), x=slice(0, None, 2)).copy()
-    overview["band_data"] = overview.band_data.copy(data=np.round(mean).astype(np.uint16))
-    overview.band_data.encoding = dict(scene.band_data.encoding)
-    level0 = tmp_path / "overview0.rumi"
-    rx.to_rumi(overview, level0, tile_size=64)
-    series = str(files["series"])
-    opened = []
-
-    def open_overview(source, level):
-        opened.append((source, level))
-        return xr.open_dataset(level0, engine="rumi", mask_and_scale=False)
-
-    monkeypatch.setattr(rx, "overview_factors", lambda source, **_: [2], raising=False)
-    monkeypatch.setattr(explore_module, "open_overview", open_overview)
-    ds = xr.open_dataset(series, engine="rumi")
-    ex = ds.rumi.explore(band="red", max_pixels=128)
-    assert (ex.grid.level, ex.grid.factor, ex.grid.step) == (0, 2, 1)
-    assert opened == [(series, 0)]  # opened once, when the map first needed it
-    stored = rumi.read(str(level0), rumi.info(source=str(level0)).header, time=[0], bands=[2],
-                       pattern="t b y x")[0]
-    np.testing.assert_array_equal(ex.map_values, stored.astype(np.float32) * SCALE)
-    # A click on an overview sample selects the centre of the 2 x 2 block it averages,
-    # and its series is read at full resolution, in one read.
-    assert calls_during(lambda: ex.click(10, 20)) == 1
-    assert ex.pixel == (20, 40)
-    assert_series_is_the_pixel(ex, files, 20, 40, [2])
-    ex.zoom(0.5)  # the view now fits at full resolution
-    assert ex.grid.level is None and ex.grid.step == 1
-
-
-@pytest.mark.skipif(not hasattr(rx, "overview_factors"), reason="this version writes no "
-                    "overviews (rx.overview_factors, to_rumi(overviews=...))")
 def test_the_files_overviews_serve_the_map_at_every_zoom(tmp_path):
     scene = synthetic.scene_series(n_dates=4, size=512)
     path = tmp_path / "overviews.rumi"
@@ -328,12 +287,11 @@ def test_the_files_overviews_serve_the_map_at_every_zoom(tmp_path):
     assert (ex.grid.level, ex.grid.step) == (None, 1)
 
 
-def test_the_files_own_overviews_are_not_looked_up_without_overview_support(files):
-    # This version reads no overviews: the explorer uses the full resolution, strided.
-    assert (explore_module.overview_lookup() is None) == (not hasattr(rx, "overview_factors"))
-    if explore_module.overview_lookup() is None:
-        ex = xr.open_dataset(files["series"], engine="rumi").rumi.explore(max_pixels=64)
-        assert ex.grid.level is None and ex.grid.step == 4
+def test_a_file_without_overviews_is_shown_strided_from_full_resolution(files):
+    # No overview levels beside the file: every 4th pixel of the full resolution.
+    assert rx.overview_factors(files["series"]) == []
+    ex = xr.open_dataset(files["series"], engine="rumi").rumi.explore(max_pixels=64)
+    assert ex.grid.level is None and ex.grid.step == 4
 
 
 # --- arguments and the extra ------------------------------------------------------------

@@ -21,7 +21,6 @@ indexing it gives.
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -349,22 +348,6 @@ def _policy(da: xr.DataArray, array: RumiBackendArray, packing: dict[str, Any]) 
 # --- overviews --------------------------------------------------------------------------
 
 
-def overview_lookup() -> Callable[..., list[int]] | None:
-    """Return ``rumi_xarray.overview_factors`` when this version has it, else None.
-
-    The public function, looked up on the package the way a user calls it
-    (the package is always loaded here), so this module needs no import of a
-    module that may not exist.
-
-    Returns
-    -------
-    callable or None
-    """
-    package = sys.modules.get("rumi_xarray")
-    found = getattr(package, "overview_factors", None)
-    return found if callable(found) else None
-
-
 def _overviews(array: RumiBackendArray
                ) -> tuple[list[int], Callable[[int], xr.Dataset] | None]:
     """Return the overview factors of a single file and how to open a level, or none.
@@ -373,12 +356,13 @@ def _overviews(array: RumiBackendArray
     several scenes (a catalog) or a file given as bytes or a file object is
     shown from the full resolution, every ``step``-th pixel.
     """
-    lookup = overview_lookup()
+    from rumi_xarray.backend.open import overview_factors
+
     scenes = array.cube.scenes
-    if lookup is None or len(scenes) != 1 or not isinstance(scenes[0].source, str):
+    if len(scenes) != 1 or not isinstance(scenes[0].source, str):
         return [], None
     source = scenes[0].source
-    factors = [int(f) for f in lookup(source)]
+    factors = [int(f) for f in overview_factors(source)]
     if not factors:
         return [], None
 

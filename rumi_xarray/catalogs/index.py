@@ -308,11 +308,23 @@ def read_all_rows(url: str, storage_options: Mapping[str, Any] | None) -> pd.Dat
 
 def _column_index(md: Any, name: str) -> int | None:
     """Return the leaf column of ``name`` (a scalar, or the elements of a list)."""
+    return _leaf_columns(md).get(name)
+
+
+def _leaf_columns(md: Any) -> dict[str, int]:
+    """Return each top-level column's first leaf column (a scalar, or a list's elements).
+
+    One walk of the schema per file: pyarrow builds a new object for every
+    ``schema.column(j)`` (and ``ParquetFile.schema_arrow``) it is asked for,
+    which cost an open of a small table milliseconds when asked per column.
+    """
+    out: dict[str, int] = {}
+    schema = md.schema
     for j in range(md.num_columns):
-        path = md.schema.column(j).path
-        if path == name or path.split(".", 1)[0] == name:
-            return j
-    return None
+        path = schema.column(j).path
+        out.setdefault(path, j)
+        out.setdefault(path.split(".", 1)[0], j)
+    return out
 
 
 def _stats(rg: Any, j: int | None) -> tuple[Any, Any] | None:
@@ -471,7 +483,8 @@ def _open_index(url: str, *, storage_options: Mapping[str, Any] | None, time: An
     import pyarrow as pa
 
     # Files appended later may add or lack extra columns: one schema for all of them.
-    schema = pa.unify_schemas([m.schema_arrow for m in metas])
+    schemas = [m.schema_arrow for m in metas]  # built anew on every access: once here
+    schema = pa.unify_schemas(schemas)
     missing = [c for c in ("path", "header", "time_seconds", "bands") if c not in schema.names]
     if missing:
         raise RumiCatalogKeyError(f"{source_name(url)}: the catalog lacks column(s) "
@@ -481,8 +494,9 @@ def _open_index(url: str, *, storage_options: Mapping[str, Any] | None, time: An
     for f, pf in enumerate(metas):
         md = pf.metadata
         first_row = 0
-        t_col = _column_index(md, "time_seconds")
-        cols = {k: _column_index(md, k) for k in UNIFORM if k in pf.schema_arrow.names}
+        leaves = _leaf_columns(md)
+        t_col = leaves.get("time_seconds")
+        cols = {k: leaves.get(k) for k in UNIFORM if k in schemas[f].names}
         for g in range(md.num_row_groups):
             rg = md.row_group(g)
             cost.groups_total += 1
@@ -509,7 +523,7 @@ def _open_index(url: str, *, storage_options: Mapping[str, Any] | None, time: An
     seconds_parts, bounds_parts = [], []
     has_bounds = "time_bounds" in schema.names
     for f, gs in by_file.items():
-        here = has_bounds and "time_bounds" in metas[f].schema_arrow.names
+        here = has_bounds and "time_bounds" in schemas[f].names
         tab = metas[f].read_row_groups(gs, columns=["time_seconds",
                                                     *(["time_bounds"] if here else [])])
         cost.time_bytes += int(tab.nbytes)

@@ -28,6 +28,11 @@ catalog table on disk to the numbers in memory:
 - ``series file`` (for reference, no bar): ``xr.open_dataset`` of the series
   file + the same ``isel``.
 
+Then each arm (but ``engine 1x1``) once more as the first call of a fresh
+process whose modules are imported before the clock starts (``--first-reps``
+processes each): what the first series of a session costs, without what
+importing xarray, dask and librumi costs any session once.
+
 The engine limit is the fastest engine arm. ``read_many`` does not share
 decoded frames between items, so a 1 x 1 window per pixel decodes a pixel's
 whole frame once per pixel: ``engine 1x1`` shows what that costs when many
@@ -272,6 +277,61 @@ def bars(where: str, res: dict[str, dict[str, float]]) -> tuple[list[str], bool]
              f"{'PASS' if ok_rio else 'FAIL'}"], ok_engine and ok_rio)
 
 
+#: Arms timed again as the first call of a fresh process (the 1 x 1 arm is left out: slow).
+FIRST = ("ours", "engine cells", "engine 1 call", "rasterio", "series file")
+
+
+def first_call(root: Path, arm: str, pixels: int, size: int) -> dict[str, float]:
+    """Child side of ``--first``: import everything, then time one call of ``arm``.
+
+    What a session pays once before its first pixel series is left out (imports,
+    and xarray importing dask.array for its first variable); what it pays on
+    its first read of these files is in (table footers, librumi's first plan).
+    """
+    import pyarrow.parquet  # noqa: F401
+    import rasterio  # noqa: F401
+    import rumi
+    import xarray as xr
+
+    import rumi_xarray  # noqa: F401
+
+    xr.Variable("x", np.arange(3))  # xarray imports dask.array here, once per process
+    px = np.random.default_rng(1).integers(0, size, (pixels, 2))
+    tile = int(rumi.info(source=str(next((root / "scene").glob("*.rumi")))).tile[0])
+    table = root / "scene" / "catalog.parquet"
+    fns: dict[str, Callable[[], Any]] = {
+        "ours": lambda: ours(table, px),
+        "engine cells": lambda: engine_cells(table, px, tile),
+        "engine 1 call": lambda: engine_one_call(table, px, tile, size),
+        "rasterio": lambda: rasterio_sample(sorted(str(p) for p in (root / "cog").glob("*.tif")),
+                                            px),
+        "series file": lambda: series_file(sorted(str(p) for p in (root / "series").glob(
+            "*.rumi")), px),
+    }
+    wall, cpu = time.perf_counter(), time.process_time()
+    fns[arm]()
+    return {"wall": time.perf_counter() - wall, "cpu": time.process_time() - cpu}
+
+
+def measure_first(root: Path, args: argparse.Namespace, threads: int
+                  ) -> dict[str, dict[str, float]]:
+    """Run each arm as the first call of a fresh process, ``args.first_reps`` times."""
+    import json
+    import subprocess
+
+    env = dict(os.environ, RUMI_NUM_THREADS=str(threads))  # the same pool in every child
+    runs: dict[str, list[dict[str, float]]] = {arm: [] for arm in FIRST}
+    for _ in range(args.first_reps):
+        for arm in FIRST:
+            out = subprocess.run(
+                [sys.executable, __file__, "--first", arm, "--data-dir", str(root),
+                 "--pixels", str(args.pixels), "--size", str(args.size)],
+                check=True, capture_output=True, text=True, env=env).stdout
+            runs[arm].append(json.loads(out.strip().splitlines()[-1]))
+    return {k: {f: statistics.median(r[f] for r in v) for f in ("wall", "cpu")}
+            for k, v in runs.items()}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scenes", type=int, default=8)
@@ -283,7 +343,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data-dir", type=Path, default=None,
                         help="keep the data here and reuse it when present (default: a "
                              "temporary folder, removed)")
+    parser.add_argument("--first-reps", type=int, default=3,
+                        help="fresh processes per arm for the first-call table (0: none)")
+    parser.add_argument("--first", default=None, help=argparse.SUPPRESS)  # child mode
     args = parser.parse_args(argv)
+    if args.first is not None:
+        import json
+
+        print(json.dumps(first_call(args.data_dir, args.first, args.pixels, args.size)))
+        return 0
     outfile = runpy.run_path(str(HERE / "outfile.py"))
     import rumi
 
@@ -318,6 +386,14 @@ def main(argv: list[str] | None = None) -> int:
                  f"runs after a checked warm-up", ""]
         lines += table_lines("local files:", res)
         verdict, ok = bars("local", res)
+        if args.first_reps:
+            first = measure_first(root, args, rumi.get_num_threads())
+            limit = min(first["engine cells"]["wall"], first["engine 1 call"]["wall"])
+            lines += ["", f"first call of a fresh process (modules imported before the clock "
+                          f"starts; median of {args.first_reps} processes):",
+                      f"{'arm':<16} {'wall s':>8} {'cpu s':>7} {'x limit':>8}"]
+            lines += [f"{k:<16} {m['wall']:8.3f} {m['cpu']:7.3f} {m['wall'] / limit:8.2f}"
+                      for k, m in first.items()]
         if not args.no_http:
             httpserve = outfile["bench_module"]("httpserve")
             for key, value in {"GDAL_DISABLE_READDIR_ON_OPEN": "EMPTY_DIR",

@@ -386,7 +386,8 @@ Span = tuple[int, int]
 
 
 def batches(windows: Sequence[CellWindow], itemsize: int, budget: int,
-            spans: Sequence[Span] | None = None) -> list[tuple[Call, list[int]]]:
+            spans: Sequence[Span] | None = None,
+            layouts: Sequence[Any] | None = None) -> list[tuple[Call, list[int]]]:
     """Group cell windows into native calls: equal windows and planes share one ``read_many``.
 
     Parameters
@@ -402,18 +403,21 @@ def batches(windows: Sequence[CellWindow], itemsize: int, budget: int,
         transport coalesces byte ranges: windows then batch in file order and
         only while the gaps between them stay within :data:`SLACK` of what
         they need, so scattered cells never pull in the frames between them.
+    layouts : sequence, optional
+        Each window's scene layout (:meth:`Cube.layout`) in a ragged cube:
+        windows of different layouts never share a call.
 
     Returns
     -------
     list of (Call, window positions)
         Item ``k`` of a call (its ``k``-th window) is ``windows[positions[k]]``.
     """
-    groups: dict[tuple[tuple[int, ...], tuple[int, ...], int, int], list[int]] = (
-        defaultdict(list))
+    groups: dict[tuple[Any, ...], list[int]] = defaultdict(list)
     for i, it in enumerate(windows):
-        groups[(it.times, it.bands, it.height, it.width)].append(i)
+        layout = None if layouts is None else layouts[i]
+        groups[(it.times, it.bands, it.height, it.width, layout)].append(i)
     out = []
-    for (times, bands, h, w), members in sorted(groups.items()):
+    for (times, bands, h, w, _), members in sorted(groups.items(), key=lambda kv: kv[0][:4]):
         per_item = max(1, len(times) * len(bands) * h * w * itemsize)
         size = max(1, budget // per_item)
         if spans is None:

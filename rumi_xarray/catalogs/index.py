@@ -811,8 +811,8 @@ def _rows(index: TableIndex, group: int) -> _Rows:
             raise RumiFileChangedError(
                 f"{where}: the catalog file changed since the cube was opened (its row "
                 f"groups differ); open the catalog again")
-        names = [c for c in (*ROW_COLUMNS, *UNIFORM, *DIGEST_COLUMNS)
-                 if c in pf.schema_arrow.names]
+        present = set(pf.schema_arrow.names)  # pyarrow builds the schema on every access
+        names = [c for c in (*ROW_COLUMNS, *UNIFORM, *DIGEST_COLUMNS) if c in present]
         columns: dict[str, list[Any]] = pf.read_row_group(grp.group, columns=names).to_pydict()
         return columns
 

@@ -224,6 +224,13 @@ def test_series_layout_stacks_dates_per_period(tmp_path):
     assert cube.sizes["time"] == 5
     np.testing.assert_array_equal(cube["band_data"].values,
                                   np.stack([truth[d] for d in dates]))
+    # ... and through the catalog the ingest wrote, the periods' files of 2, 2 and 1
+    # dates stack into one cube (one dask chunk per file along time).
+    stacked = rx.open_catalog(tmp_path / "out" / "catalog.parquet", mask_and_scale=False,
+                              chunks={})
+    assert stacked["band_data"].chunks[0] == (2, 2, 1)
+    np.testing.assert_array_equal(stacked["time"].values, cube["time"].values)
+    np.testing.assert_array_equal(stacked["band_data"].values, cube["band_data"].values)
     # Each frame holds every date of its tile (the layout pixel series read fastest).
     import rumi
 

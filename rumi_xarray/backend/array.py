@@ -159,8 +159,9 @@ class RumiBackendArray(BackendArray):
         self.dtype = cube.grid.dtype
         #: One read group per dimension (``encoding["preferred_chunks"]``), set
         #: by the dataset builder; dask reads of chunks that tile part of one
-        #: group are made one read (:mod:`rumi_xarray.dask.optimize`).
-        self.read_group: tuple[int, ...] | None = None
+        #: group are made one read (:mod:`rumi_xarray.dask.optimize`). Along time
+        #: of a ragged cube, the size of each scene's group.
+        self.read_group: tuple[int | tuple[int, ...], ...] | None = None
 
     @property
     def shape(self) -> tuple[int, ...]:

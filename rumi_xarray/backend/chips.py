@@ -16,7 +16,7 @@ It pickles small (no array), so torch datasets carry it to workers.
 from __future__ import annotations
 
 from collections.abc import Hashable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -242,12 +242,15 @@ def _stacked(data: Any, dims: tuple[str, ...]) -> RumiBackendArray:
 
     ``xr.open_mfdataset(..., engine="rumi")`` concatenates one array per file;
     each time block of the result must read one whole file (its every band,
-    row and column), and the files must share a frame layout, so that a
-    batch of chips across them is still one ``read_many``.
+    row and column), and the files must share size, tiles, bands and dtype.
+    Files of other numbers of dates or frame layouts (series files of
+    periods) make a ragged cube: a batch of chips is then one ``read_many``
+    per layout.
     """
     from rumi_xarray.dask.graphs import getter_calls
 
     scenes: list[Any] = []
+    grids: list[Any] = []
     steps: list[tuple[int, int]] = []
     first: RumiBackendArray | None = None
     for i in range(len(data.chunks[0])):
@@ -263,16 +266,20 @@ def _stacked(data: Any, dims: tuple[str, ...]) -> RumiBackendArray:
                 f"chips from the cube as opened (or open it with rx.open_mfdataset)")
         if first is None:
             first = array
-        elif (not array.cube.grid.same_layout(first.cube.grid)
+        elif (array.cube.grid.stack_key != first.cube.grid.stack_key
               or array.shape[1:] != first.shape[1:]):
             raise RumiUnsupportedError(
-                f"{array.cube.name} does not share the frame layout of "
+                f"{array.cube.name} does not share the tiles, bands and dtype of "
                 f"{first.cube.name}: chips from both are not one read")
         offset = len(scenes)
         scenes.extend(array.cube.scenes)
+        grids.extend(array.cube.scene_grid(s) for s in range(len(array.cube.scenes)))
         steps.extend((offset + s, t) for s, t in array.cube.steps)
     assert first is not None  # a dask array has at least one block
-    cube = Cube(tuple(scenes), first.cube.grid, tuple(steps))
+    ragged = any(not g.same_layout(grids[0]) for g in grids)
+    if ragged:
+        scenes = [replace(scene, grid=g) for scene, g in zip(scenes, grids, strict=True)]
+    cube = Cube(tuple(scenes), grids[0], tuple(steps), ragged=ragged)
     return RumiBackendArray(cube)
 
 

@@ -233,9 +233,7 @@ def execute_cells(cube: Cube, route: Route, out: np.ndarray) -> None:
             target = targets[i]
             w = target.window
             r0, c0, _, _ = cells.cell_extent(g, w.cell_row, w.cell_col)
-            for ti, t in enumerate(call.times):
-                for bi, b in enumerate(call.bands):
-                    target.put(out, t, b, block[k, ti, bi], w.row - r0, w.col - c0)
+            target.put_planes(out, call.times, call.bands, block[k], w.row - r0, w.col - c0)
 
 
 def _decoded(cube: Cube, jobs: list[Job], remote: bool, scratch: bool

@@ -220,7 +220,9 @@ def _spans(cube: Cube, windows: list[cells.CellWindow]) -> list[cells.Span] | No
 
 def _batches(cube: Cube, windows: list[cells.CellWindow]
              ) -> list[tuple[planning.Call, list[int]]]:
-    return cells.batches(windows, cube.grid.dtype.itemsize, BATCH_BYTES, _spans(cube, windows))
+    layouts = [cube.layout(w.scene) for w in windows] if cube.ragged else None
+    return cells.batches(windows, cube.grid.dtype.itemsize, BATCH_BYTES, _spans(cube, windows),
+                         layouts)
 
 
 def _cell_bytes(cube: Cube, sel: Selection) -> int:
@@ -231,9 +233,10 @@ def _cell_bytes(cube: Cube, sel: Selection) -> int:
     down = (y[0] + y[1] - 1) // g.tile_height - y[0] // g.tile_height + 1
     across = (x[0] + x[1] - 1) // g.tile_width - x[0] // g.tile_width + 1
     per_cell = 0
-    for _, local, _ in cube.segments(np.asarray(sel.times, dtype=np.int64)):
-        n_t = len(set(local)) if "t" in g.index_order else g.time_count
-        n_b = len(sel.bands) if "b" in g.index_order else g.bands
+    for scene, local, _ in cube.segments(np.asarray(sel.times, dtype=np.int64)):
+        own = cube.scene_grid(scene)
+        n_t = len(set(local)) if "t" in own.index_order else own.time_count
+        n_b = len(sel.bands) if "b" in own.index_order else own.bands
         per_cell += n_t * n_b
     return down * across * per_cell * g.tile_height * g.tile_width * g.dtype.itemsize
 
@@ -316,7 +319,7 @@ def _route_targets(cube: Cube, targets: Any, window: planning.Request | None,
     g = cube.grid
     itemsize = g.dtype.itemsize
     store = cache.get_cache()
-    wholes = [cells.whole_cell(g, t.window) for t in targets]
+    wholes = [cells.whole_cell(cube.scene_grid(t.window.scene), t.window) for t in targets]
     limit = store.max_bytes // CACHE_FRACTION
     if store.max_bytes == 0 or sum(w.nbytes(itemsize) for w in wholes) > limit:
         if window is not None:

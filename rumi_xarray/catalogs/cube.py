@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -49,7 +49,7 @@ from rumi_xarray.errors import (
     os_error,
     with_context,
 )
-from rumi_xarray.model.cube import Cube, Scene, source_name
+from rumi_xarray.model.cube import Cube, RaggedSteps, Scene, source_name
 from rumi_xarray.model.grid import Grid
 from rumi_xarray.native import reads
 from rumi_xarray.sources import resolve
@@ -96,12 +96,12 @@ def _check(rows: pd.DataFrame, grids: list[Grid]) -> None:
         problems = []
         if (g.height, g.width) != (g0.height, g0.width):
             problems.append(f"size {g.height}x{g.width} != {g0.height}x{g0.width}")
-        if not g.same_layout(g0):
+        if g.stack_key[2:] != g0.stack_key[2:]:
+            # The number of time steps and the frame layout may differ (a ragged cube).
             problems.append(
-                f"frame grid (tile {g.tile_height}, layout {g.frame_layout!r}, bands "
-                f"{g.bands}, dtype {g.dtype}, T {g.time_count}) differs from row {ref_row} "
-                f"(tile {g0.tile_height}, layout {g0.frame_layout!r}, bands {g0.bands}, "
-                f"dtype {g0.dtype}, T {g0.time_count})")
+                f"frame grid (tile {g.tile_height}, bands {g.bands}, dtype {g.dtype}) differs "
+                f"from row {ref_row} (tile {g0.tile_height}, bands {g0.bands}, dtype "
+                f"{g0.dtype})")
         if cell_list(row["bands"]) != cell_list(ref["bands"]):
             problems.append(f"bands {cell_list(row['bands'])} != {cell_list(ref['bands'])}")
         if cell_list(row.get("transform")) != cell_list(ref.get("transform")):
@@ -156,9 +156,13 @@ def open_catalog(table: pd.DataFrame | str | os.PathLike[str], *, chunks: Any = 
     Rows are stacked along ``time``, sorted by time; rows with the same time
     keep table order (:func:`rumi_xarray.catalog` lists files sorted by path),
     in memory and on disk alike. Every
-    scene must share size, transform, CRS, bands, dtype, tile size, frame
-    layout, nodata, scale and offset; the first row that does not is named in
-    a :class:`~rumi_xarray.errors.RumiCatalogError`.
+    scene must share size, transform, CRS, bands, dtype, tile size, nodata,
+    scale and offset; the first row that does not is named in a
+    :class:`~rumi_xarray.errors.RumiCatalogError`. Rows may hold different
+    numbers of time steps (series files of periods, ``rx.ingest(...,
+    layout="series")``) and frame layouts: each contributes its own dates, the
+    cube equals ``xr.concat`` of the files opened one by one, and dask chunks
+    along time follow the rows (one per row, the frames of one file).
 
     A table on disk or in object storage (a Parquet file, or a folder of them,
     partitioned or not) is an index, not a list: opening reads the footers
@@ -287,13 +291,18 @@ def open_catalog(table: pd.DataFrame | str | os.PathLike[str], *, chunks: Any = 
     # Rows in memory are the caller's: relative paths resolve against this process's
     # working directory, here, once (workers receive absolute paths).
     hrefs = Hrefs.of_catalog(None, allowed=options.option("allowed_hrefs"))
+    # Rows of different numbers of steps or frame layouts (series files of periods): a
+    # ragged cube, each scene carrying its own grid.
+    ragged = any(not g.same_layout(grids[0]) for g in grids)
     scenes = tuple(
         Scene(resolve.resolve(hrefs.follow(p, f"catalog row {int(r)}"),
                               storage_options=storage_options), bytes(h), int(r),
-              overview=overview)
-        for p, h, r in zip(rows["path"], rows["header"], rows["_row"], strict=True))
-    steps = tuple((s, t) for s, g in enumerate(grids) for t in range(g.time_count))
-    cube = Cube(scenes, grids[0], steps)
+              overview=overview, grid=g if ragged else None)
+        for p, h, r, g in zip(rows["path"], rows["header"], rows["_row"], grids, strict=True))
+    steps: Sequence[tuple[int, int]] = (
+        RaggedSteps([g.time_count for g in grids]) if ragged
+        else tuple((s, t) for s, g in enumerate(grids) for t in range(g.time_count)))
+    cube = Cube(scenes, grids[0], steps, ragged=ragged)
     labels = _labels(rows, grids[0])
     ds = dataset.build(cube, labels, band_as_variable=band_as_variable,
                        decoders={"decode_times": decode_times}, mask_and_scale=mask_and_scale)
@@ -443,11 +452,15 @@ def _open_table(url: str, *, storage_options: dict[str, Any] | None, time: Any,
                                        duplicates=duplicates, coords=coords,
                                        resolution=resolution)
     ref, grid = facts["reference"], idx.reference.grid
+    ragged, counts = bool(facts["ragged"]), facts["counts"]
     target = idx.hrefs.follow(ref["path"], f"catalog row {facts['reference_label']}")
     first = Scene(resolve.resolve(target, storage_options=storage_options),
-                  bytes(ref["header"]), facts["reference_label"], overview=idx.overview)
+                  bytes(ref["header"]), facts["reference_label"], overview=idx.overview,
+                  grid=grid if ragged else None)
     scenes = tables.TableScenes(idx, first, str(facts["cost"]))
-    cube = Cube(scenes, grid, UniformSteps(idx.scenes, grid.time_count))
+    steps: Sequence[tuple[int, int]] = (RaggedSteps(counts) if ragged
+                                        else UniformSteps(idx.scenes, grid.time_count))
+    cube = Cube(scenes, grid, steps, ragged=ragged)
     seconds, bounds = facts["seconds"], facts["bounds"]
     one = pd.DataFrame([ref]).assign(_row=[facts["reference_label"]])
     labels = _labels(one, grid)
@@ -458,7 +471,7 @@ def _open_table(url: str, *, storage_options: dict[str, Any] | None, time: Any,
                             attributes=facts["attributes"])
     ds = dataset.build(cube, labels, band_as_variable=band_as_variable,
                        decoders={"decode_times": decode_times}, mask_and_scale=mask_and_scale)
-    extra = {k: ("time", np.repeat(v, grid.time_count)) for k, v in facts["coords"].items()}
+    extra = {k: ("time", np.repeat(v, counts)) for k, v in facts["coords"].items()}
     return ds.assign_coords(extra) if extra else ds
 
 
@@ -467,8 +480,8 @@ def open_catalog_grids(table: pd.DataFrame | str | os.PathLike[str], **kwargs: A
     """Open a catalog whose scenes lie on several grids as one cube per grid.
 
     Rows are grouped by what a cube needs them to share (size, transform,
-    CRS, bands, tile size, frame layout, dtype, time steps), in order of
-    first appearance, and each group is opened with :func:`open_catalog`:
+    CRS, bands, tile size, dtype), in order of first appearance, and each
+    group is opened with :func:`open_catalog`:
     chips (``rumi_xarray.torch.ChipDataset(cubes, ...)``) then come from each
     scene's own pixel grid, with nothing reprojected.
 
@@ -517,10 +530,9 @@ def open_catalog_grids(table: pd.DataFrame | str | os.PathLike[str], **kwargs: A
         except (ValueError, TypeError) as exc:
             raise RumiCatalogError(f"catalog row {i} ({source_name(row['path'])}): bad "
                                    f"header: {exc}") from exc
-        keys.append(repr((g.height, g.width, g.time_count, g.bands, g.tile_height,
-                          g.frame_layout, g.index_order, str(g.dtype),
-                          cell_list(row.get("transform")), cell(row.get("crs")),
-                          cell_list(row.get("bands")))))
+        # What a cube shares (numbers of dates and frame layouts may differ).
+        keys.append(repr((*g.stack_key, cell_list(row.get("transform")),
+                          cell(row.get("crs")), cell_list(row.get("bands")))))
     groups = pd.Series(keys).groupby(keys, sort=False).groups
     return [open_catalog(rows.iloc[list(index)], **kwargs) for index in groups.values()]
 

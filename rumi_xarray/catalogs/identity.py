@@ -20,6 +20,8 @@ retried as Karu retries (:mod:`rumi_xarray.sources.retry`).
 from __future__ import annotations
 
 import hashlib
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +31,8 @@ from rumi_xarray.errors import RumiCatalogError, RumiFileChangedError
 TAIL = 64 * 1024
 #: The Parquet magic at both ends of a file.
 MAGIC = b"PAR1"
+#: Footers a process keeps parsed and checked, by identity (see :func:`read_footer`).
+PARSED_FOOTERS = 64
 
 
 @dataclass(frozen=True)
@@ -134,7 +138,25 @@ def read_footer(fs: Any, path: str, name: str, *, local: bool) -> Footer:
         tail = more + tail
     footer = tail[-(length + 8):]
     identity = FileIdentity(size, hashlib.sha256(footer).hexdigest())
-    return Footer(identity, _parse(footer, size, name))
+    # The checks and the parse depend on the footer's bytes and the file's size alone,
+    # which the identity fixes: a footer seen before (the same table opened again, a
+    # task reading its rows) is not checked again, which was most of a small table's
+    # open. Failures are not kept: a bad footer is refused every time.
+    with _parsed_lock:
+        metadata = _parsed.get(identity)
+        if metadata is not None:
+            _parsed.move_to_end(identity)
+    if metadata is None:
+        metadata = _parse(footer, size, name)
+        with _parsed_lock:
+            _parsed[identity] = metadata
+            while len(_parsed) > PARSED_FOOTERS:
+                _parsed.popitem(last=False)
+    return Footer(identity, metadata)
+
+
+_parsed: OrderedDict[FileIdentity, Any] = OrderedDict()
+_parsed_lock = threading.Lock()
 
 
 def _range(fs: Any, path: str, start: int, end: int, *, local: bool) -> bytes:

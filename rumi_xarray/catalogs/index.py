@@ -70,10 +70,14 @@ from rumi_xarray.sources.hrefs import Hrefs
 CACHE_GROUPS = 64
 #: File name endings taken as Parquet inside a catalog folder.
 SUFFIXES = (".parquet", ".pq", ".parq")
-#: Scalar columns every row must share with the reference row (checked on the
-#: row-group statistics at open, and per scene when a task reads it).
+#: Scalar columns of a row's grid, read with it: every row shares the first
+#: ones with the reference row (checked on the row-group statistics at open, and
+#: per scene when a task reads it); :data:`LAYOUT` may differ (a ragged cube).
 UNIFORM = ("crs", "height", "width", "band_count", "time_count", "dtype", "tile_height",
            "tile_width", "frame_layout")
+#: The grid columns rows may differ in: series files of periods hold different
+#: numbers of dates, and frames of one date have another layout than frames of several.
+LAYOUT = ("time_count", "frame_layout")
 #: Columns a task reads to use and check a scene.
 ROW_COLUMNS = ("path", "header", "time_seconds", "bands", "transform", "crs", "pixel_is_point",
                *sidecars.COLUMNS, levels.COLUMN)
@@ -170,6 +174,10 @@ class TableIndex:
         ``(level, factor)`` when every scene is read at that overview level
         (``resolution=``), with ``factors`` the levels every row must record.
     factors : tuple of int
+    ragged : bool, default False
+        Rows differ in their number of time steps or frame layout: each scene
+        keeps its own grid (``Scene.grid``), checked against the reference
+        row for what a cube shares (:attr:`Grid.stack_key`) only.
     """
 
     def __init__(self, url: str, files: tuple[str, ...], groups: tuple[Group, ...],
@@ -177,7 +185,8 @@ class TableIndex:
                  storage_options: Mapping[str, Any] | None, local: bool,
                  identities: tuple[FileIdentity, ...], hrefs: Hrefs | None = None,
                  overview: tuple[int, int] | None = None,
-                 factors: tuple[int, ...] = ()) -> None:
+                 factors: tuple[int, ...] = (),
+                 ragged: bool = False) -> None:
         self.url = url
         self.hrefs = hrefs if hrefs is not None else Hrefs.of_catalog(url)
         self.files = files
@@ -190,6 +199,7 @@ class TableIndex:
         self.identities = identities
         self.overview = overview
         self.factors = tuple(factors)
+        self.ragged = ragged
         self.token = (url, files, identities,
                       tuple((g.file, g.group, g.rows) for g in groups), self.runs.tobytes(),
                       overview)
@@ -317,11 +327,23 @@ def read_all_rows(url: str, storage_options: Mapping[str, Any] | None) -> pd.Dat
 
 def _column_index(md: Any, name: str) -> int | None:
     """Return the leaf column of ``name`` (a scalar, or the elements of a list)."""
+    return _leaf_columns(md).get(name)
+
+
+def _leaf_columns(md: Any) -> dict[str, int]:
+    """Return each top-level column's first leaf column (a scalar, or a list's elements).
+
+    One walk of the schema per file: pyarrow builds a new object for every
+    ``schema.column(j)`` (and ``ParquetFile.schema_arrow``) it is asked for,
+    which cost an open of a small table milliseconds when asked per column.
+    """
+    out: dict[str, int] = {}
+    schema = md.schema
     for j in range(md.num_columns):
-        path = md.schema.column(j).path
-        if path == name or path.split(".", 1)[0] == name:
-            return j
-    return None
+        path = schema.column(j).path
+        out.setdefault(path, j)
+        out.setdefault(path.split(".", 1)[0], j)
+    return out
 
 
 def _stats(rg: Any, j: int | None) -> tuple[Any, Any] | None:
@@ -487,7 +509,8 @@ def _open_index(url: str, *, storage_options: Mapping[str, Any] | None, time: An
     import pyarrow as pa
 
     # Files appended later may add or lack extra columns: one schema for all of them.
-    schema = pa.unify_schemas([m.schema_arrow for m in metas])
+    schemas = [m.schema_arrow for m in metas]  # built anew on every access: once here
+    schema = pa.unify_schemas(schemas)
     missing = [c for c in ("path", "header", "time_seconds", "bands") if c not in schema.names]
     if missing:
         raise RumiCatalogKeyError(f"{source_name(url)}: the catalog lacks column(s) "
@@ -497,8 +520,9 @@ def _open_index(url: str, *, storage_options: Mapping[str, Any] | None, time: An
     for f, pf in enumerate(metas):
         md = pf.metadata
         first_row = 0
-        t_col = _column_index(md, "time_seconds")
-        cols = {k: _column_index(md, k) for k in UNIFORM if k in pf.schema_arrow.names}
+        leaves = _leaf_columns(md)
+        t_col = leaves.get("time_seconds")
+        cols = {k: leaves.get(k) for k in UNIFORM if k in schemas[f].names}
         for g in range(md.num_row_groups):
             rg = md.row_group(g)
             cost.groups_total += 1
@@ -525,7 +549,7 @@ def _open_index(url: str, *, storage_options: Mapping[str, Any] | None, time: An
     seconds_parts, bounds_parts = [], []
     has_bounds = "time_bounds" in schema.names
     for f, gs in by_file.items():
-        here = has_bounds and "time_bounds" in metas[f].schema_arrow.names
+        here = has_bounds and "time_bounds" in schemas[f].names
         tab = metas[f].read_row_groups(gs, columns=["time_seconds",
                                                     *(["time_bounds"] if here else [])])
         cost.time_bytes += int(tab.nbytes)
@@ -536,44 +560,48 @@ def _open_index(url: str, *, storage_options: Mapping[str, Any] | None, time: An
     tcol = pa.chunked_array([c for part in seconds_parts for c in part.chunks])
     values, offsets = _list_values(tcol)
     counts = np.diff(offsets)
-    if len(counts) == 0 or counts.min() != counts.max() or counts[0] == 0:
-        raise RumiCatalogError(f"{source_name(url)}: scenes of one cube have the same number "
-                               f"of time steps; these rows have {int(counts.min())} to "
-                               f"{int(counts.max())}")
-    steps = int(counts[0])
-    seconds = values.reshape(-1, steps)
+    if len(counts) == 0 or counts.min() == 0:
+        raise RumiCatalogError(f"{source_name(url)}: a catalog row has no time step "
+                               f"(time_seconds)")
     flat = tcol.combine_chunks()
     if flat.null_count or flat.values.null_count:
         raise RumiCatalogError(f"{source_name(url)}: a catalog row has a null time "
                                f"(time_seconds)")
-    outside = (seconds < SECONDS_RANGE[0]) | (seconds > SECONDS_RANGE[1])
+    # One row of the matrix per catalog row; rows of fewer steps (series files of
+    # periods) are padded with a value below every time, so that rows order and
+    # compare as the tuples of their steps do (a shorter prefix first).
+    seconds, valid = _padded(values, offsets)
+    outside = valid & ((seconds < SECONDS_RANGE[0]) | (seconds > SECONDS_RANGE[1]))
     if outside.any():
         bad = int(np.flatnonzero(outside.any(axis=1))[0])
         raise RumiCatalogError(f"{source_name(url)}: catalog row {bad} (of the rows read, "
                                f"in table order) has a time outside "
                                f"{SECONDS_RANGE_TEXT}: "
-                               f"{seconds[bad].tolist()}")
+                               f"{seconds[bad][valid[bad]].tolist()}")
     bounds = None
     if has_bounds:
         bcol = pa.chunked_array([c for part in bounds_parts if part is not None
                                  for c in part.chunks])
         nulls = bcol.null_count
         if nulls == 0:
-            bvals, _ = _list_values(bcol)
-            bounds = bvals.reshape(-1, steps, 2)
+            bvals, boffsets = _list_values(bcol)
+            if not np.array_equal(np.diff(boffsets), 2 * counts):
+                raise RumiCatalogError(f"{source_name(url)}: a catalog row's time_bounds do "
+                                       f"not hold two bounds per time step")
+            bounds = bvals.reshape(-1, 2)  # flat, in table order
         elif nulls != len(bcol):
             raise RumiCatalogError(f"{source_name(url)}: the catalog mixes scenes with "
                                    "instants and with intervals")
     # Rows with a step in the selection, in time order (ties in table order).
     keep = np.ones(len(seconds), dtype=bool)
     if lo is not None:
-        keep &= (seconds >= lo).any(axis=1)
+        keep &= (valid & (seconds >= lo)).any(axis=1)
     if hi is not None:
-        keep &= (seconds <= hi).any(axis=1)
+        keep &= (valid & (seconds <= hi)).any(axis=1)
     rows = np.flatnonzero(keep)
     if len(rows) == 0:
         raise RumiCatalogError(f"{source_name(url)}: no catalog row has a time in {time!r}")
-    order = rows[np.lexsort(seconds[rows].T[::-1])] if steps > 1 else rows[
+    order = rows[np.lexsort(seconds[rows].T[::-1])] if seconds.shape[1] > 1 else rows[
         np.argsort(seconds[rows, 0], kind="stable")]
     order = _duplicates(order, seconds, duplicates, url)
     cost.rows = len(order)
@@ -597,7 +625,10 @@ def _open_index(url: str, *, storage_options: Mapping[str, Any] | None, time: An
                                 f"{file_label(url, files, ref_group.file)} "
                                 f"({source_name(reference['path'])})")
     for where, found in uniform:
-        _uniform_check(found, reference, where)
+        _uniform_check({k: v for k, v in found.items() if k not in LAYOUT}, reference, where)
+    # Rows of other numbers of steps, or (by the statistics) of other frame layouts.
+    ragged = bool(counts[order].min() != counts[order].max()) or any(
+        _varies(found, reference, LAYOUT) for _, found in uniform)
     extra = _coords(metas, by_file, chosen, schema, coords, order, cost)
     described = _attributes(metas, by_file, chosen, schema, order, cost, url)
     from rumi_xarray.native import reads
@@ -628,10 +659,13 @@ def _open_index(url: str, *, storage_options: Mapping[str, Any] | None, time: An
                     grid=grid)
     hrefs = table_hrefs(url, storage_options, files)
     index = TableIndex(url, files, tuple(chosen), runs, len(order), ref, storage_options,
-                       local, tuple(identities), hrefs, overview, tuple(factors))
-    facts = {"seconds": seconds[order], "bounds": None if bounds is None else bounds[order],
+                       local, tuple(identities), hrefs, overview, tuple(factors),
+                       ragged=ragged)
+    steps_in = np.concatenate([np.arange(offsets[r], offsets[r + 1]) for r in order])
+    facts = {"seconds": values[steps_in], "counts": counts[order],
+             "bounds": None if bounds is None else bounds[steps_in],
              "reference": reference, "reference_label": label, "coords": extra,
-             "attributes": described, "cost": cost}
+             "attributes": described, "cost": cost, "ragged": ragged}
     return index, facts
 
 
@@ -656,6 +690,36 @@ def _attributes(metas: list[Any], by_file: dict[int, list[int]], chosen: list[Gr
     return Attributes.combine(
         [row_attributes({ATTRIBUTES: t}, f"the attributes column of {source_name(url)}")
          for t in texts])
+
+
+def _padded(values: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Return each row's steps as a padded ``(rows, most steps)`` matrix, and where they are.
+
+    Padding is below every valid time (:data:`SECONDS_RANGE`), so rows compare
+    and sort as the tuples of their steps.
+    """
+    counts = np.diff(offsets)
+    width = int(counts.max())
+    if int(counts.min()) == width:
+        return values.reshape(-1, width), np.ones((len(counts), width), dtype=bool)
+    valid = np.arange(width)[None, :] < counts[:, None]
+    out = np.full((len(counts), width), SECONDS_RANGE[0] - 1, dtype=np.int64)
+    out[valid] = values
+    return out, valid
+
+
+def _varies(found: Mapping[str, tuple[Any, Any]], reference: Mapping[str, Any],
+            keys: Sequence[str]) -> bool:
+    """Return whether a row group's statistics show rows unlike the reference row."""
+    for key in keys:
+        span = found.get(key)
+        want = reference.get(key)
+        if span is None or want is None:
+            continue
+        lo, hi = (v.decode() if isinstance(v, bytes) else v for v in span)
+        if lo != want or hi != want:
+            return True
+    return False
 
 
 def _duplicates(order: np.ndarray, seconds: np.ndarray, duplicates: str, url: str
@@ -773,8 +837,8 @@ def _rows(index: TableIndex, group: int) -> _Rows:
             raise RumiFileChangedError(
                 f"{where}: the catalog file changed since the cube was opened (its row "
                 f"groups differ); open the catalog again")
-        names = [c for c in (*ROW_COLUMNS, *UNIFORM, *DIGEST_COLUMNS)
-                 if c in pf.schema_arrow.names]
+        present = set(pf.schema_arrow.names)  # pyarrow builds the schema on every access
+        names = [c for c in (*ROW_COLUMNS, *UNIFORM, *DIGEST_COLUMNS) if c in present]
         columns: dict[str, list[Any]] = pf.read_row_group(grp.group, columns=names).to_pydict()
         return columns
 
@@ -790,8 +854,8 @@ def _rows(index: TableIndex, group: int) -> _Rows:
 
 
 def _check_row(index: TableIndex, columns: dict[str, list[Any]], row: int, label: str,
-               path: Any, header: bytes) -> None:
-    """Raise naming the row when it cannot join the cube of the reference row."""
+               path: Any, header: bytes) -> Grid:
+    """Return the row's grid; raise naming the row when it cannot join the cube."""
     from rumi_xarray.native import reads
 
     check_row_digest({k: v[row] for k, v in columns.items()},
@@ -808,7 +872,7 @@ def _check_row(index: TableIndex, columns: dict[str, list[Any]], row: int, label
     g0 = ref.grid
     if (g.height, g.width) != (g0.height, g0.width):
         problems.append(f"size {g.height}x{g.width} != {g0.height}x{g0.width}")
-    if not g.same_layout(g0):
+    if g.stack_key[2:] != g0.stack_key[2:] or (not index.ragged and not g.same_layout(g0)):
         problems.append(f"frame grid (tile {g.tile_height}, layout {g.frame_layout!r}, "
                         f"bands {g.bands}, dtype {g.dtype}, T {g.time_count}) differs from "
                         f"the reference row's (tile {g0.tile_height}, layout "
@@ -830,6 +894,7 @@ def _check_row(index: TableIndex, columns: dict[str, list[Any]], row: int, label
     if problems:
         raise RumiCatalogError(f"catalog row {label} ({source_name(path)}) cannot be stacked "
                                f"with the reference row: " + "; ".join(problems))
+    return g
 
 
 class TableScenes(Sequence[Scene]):
@@ -908,10 +973,11 @@ class TableScenes(Sequence[Scene]):
                                    f"{header!r} is not the bytes of a Rumi header")
         # Judged before anything is opened, by the rules fixed when the table was opened.
         target = self.table.hrefs.follow(path, f"catalog row {label}")
-        _check_row(self.table, cols, at, label, path, header)
+        grid = _check_row(self.table, cols, at, label, path, header)
         scene = Scene(resolve.resolve(target,
                                       storage_options=self.table.storage_options or None),
-                      header, label, overview=overview)
+                      header, label, overview=overview,
+                      grid=grid if self.table.ragged else None)
         rows.scenes[row] = scene
         return scene
 

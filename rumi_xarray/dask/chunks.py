@@ -38,6 +38,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable, Hashable, Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -47,7 +48,7 @@ from dask.array.core import normalize_chunks
 from rumi_xarray import options
 from rumi_xarray.dask import config
 from rumi_xarray.errors import RumiCatalogError, user_stacklevel
-from rumi_xarray.model.cube import Cube
+from rumi_xarray.model.cube import Cube, RaggedSteps, UniformSteps
 from rumi_xarray.model.grid import CUBE_DIMS, Grid
 
 #: Read-group size when neither the option nor dask's configuration says.
@@ -216,9 +217,46 @@ def preferred_chunks(cube: Cube, dims: tuple[str, ...]) -> dict[str, int]:
     -------
     dict
     """
+    if cube.ragged:
+        return _ragged_chunks(cube, dims)
     group = read_group(cube.grid, len(cube.steps), group_bytes(),
                        one_band="band" not in dims)
     return {d: n for d, n in zip(CUBE_DIMS, group, strict=True) if d in dims}
+
+
+def scene_steps(cube: Cube) -> tuple[int, ...]:
+    """Return how many time steps each scene of a cube contributes, in cube order.
+
+    Parameters
+    ----------
+    cube : Cube
+
+    Returns
+    -------
+    tuple of int
+    """
+    if isinstance(cube.steps, RaggedSteps):
+        return tuple(int(n) for n in cube.steps.counts)
+    if isinstance(cube.steps, UniformSteps):
+        return (cube.steps.per_scene,) * cube.steps.scenes
+    scenes = np.asarray(cube.steps, dtype=np.int64).reshape(-1, 2)[:, 0]
+    return tuple(int(n) for n in np.bincount(scenes, minlength=len(cube.scenes)))
+
+
+def _ragged_chunks(cube: Cube, dims: tuple[str, ...]) -> dict[str, Any]:
+    """Return the read groups of a cube whose scenes hold different numbers of steps.
+
+    Along time, one group per scene (its own frames: scenes of different
+    layouts are never one native call); bands and space as for the scene
+    with the most steps, so no group exceeds the read-group size by more
+    than one scene's frames do.
+    """
+    counts = scene_steps(cube)
+    longest = max(counts)
+    grid = replace(cube.grid, time_count=longest)
+    group = read_group(grid, longest, group_bytes(), one_band="band" not in dims)
+    sizes: dict[str, Any] = {"time": counts, "band": group[1], "y": group[2], "x": group[3]}
+    return {d: sizes[d] for d in CUBE_DIMS if d in dims}
 
 
 # ---------------------------------------------------------------------------
@@ -258,7 +296,11 @@ def open_chunks(ds: xr.Dataset, chunks: Any) -> dict[Hashable, tuple[int, ...]]:
                                       previous_chunks=previous)
         frame: Mapping[Hashable, int] = var.encoding.get("rumi_frame_shape", {})
         for dim, blocks, size in zip(dims, normalized, var.shape, strict=True):
-            if wanted.get(dim) == "auto" and frame.get(dim):
+            if wanted.get(dim) == "auto" and isinstance(preferred.get(dim), tuple):
+                # Scenes of different steps: "auto" blocks end where scenes end.
+                edges = np.cumsum(preferred[dim])[:-1].tolist()
+                blocks = aligned(blocks, edges, size)
+            elif wanted.get(dim) == "auto" and frame.get(dim):
                 blocks = frame_aligned(blocks, int(frame[dim]), size)
             out.setdefault(dim, tuple(int(b) for b in blocks))
     return out
@@ -288,6 +330,40 @@ def frame_aligned(blocks: tuple[int, ...], frame: int, size: int) -> tuple[int, 
             bounds.append(snapped)
     edges = [0, *bounds, size]
     return tuple(int(step) for step in np.diff(edges))
+
+
+def aligned(blocks: tuple[int, ...], edges: list[int], size: int) -> tuple[int, ...]:
+    """Return ``blocks`` with every inner boundary moved to the nearest of ``edges``.
+
+    Parameters
+    ----------
+    blocks : tuple of int
+        Block sizes along one dimension (summing to ``size``).
+    edges : list of int
+        The allowed inner boundaries, increasing (for instance where each
+        scene's time steps end).
+    size : int
+
+    Returns
+    -------
+    tuple of int
+        Blocks starting and ending on ``edges``; blocks that would shrink to
+        nothing are merged.
+
+    Examples
+    --------
+    >>> aligned((4, 5), [3, 8], 9)
+    (3, 6)
+    """
+    if not edges:
+        return (size,)
+    allowed = np.asarray(edges, dtype=np.int64)
+    bounds: list[int] = []
+    for edge in np.cumsum(blocks)[:-1].tolist():
+        snapped = int(allowed[np.argmin(np.abs(allowed - edge))])
+        if not bounds or snapped > bounds[-1]:
+            bounds.append(snapped)
+    return tuple(int(step) for step in np.diff([0, *bounds, size]))
 
 
 def chunk_like_open_dataset(ds: xr.Dataset, chunks: Any) -> xr.Dataset:

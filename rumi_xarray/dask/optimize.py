@@ -39,6 +39,8 @@ not reach the read at all, and read groups default to 16 MiB instead.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import math
 import operator
 import threading
@@ -499,11 +501,19 @@ def _collect(found: dict[tuple[Any, ...], list[_Read]], key: Any, task: Task,
     if window is None:
         return
     group = array.read_group
-    gid = tuple(a // g for (a, _), g in zip(window, group, strict=True))
-    if any((b - 1) // g != i for (_, b), g, i in zip(window, group, gid, strict=True)):
+    gid = tuple(_group_of(a, g) for (a, _), g in zip(window, group, strict=True))
+    if any(_group_of(b - 1, g) != i for (_, b), g, i in zip(window, group, gid, strict=True)):
         return  # spans two read groups
     found.setdefault((id(value.value), len(task.args), gid), []).append(
         _Read(key, task, outer, ref, index, extra, window))
+
+
+def _group_of(position: int, group: int | tuple[int, ...]) -> int:
+    """Return the read group holding ``position``: groups of one size, or listed sizes."""
+    if isinstance(group, int):
+        return position // group
+    # Scenes of different numbers of steps: one group per scene along time.
+    return bisect.bisect_right(list(itertools.accumulate(group)), position)
 
 
 def _plain_rumi_array(value: Any) -> Any:

@@ -227,6 +227,26 @@ class GridTarget:
                 out[ti, bi][oy, ox] = src
 
 
+    def put_planes(self, out: np.ndarray, times: Sequence[int], bands: Sequence[int],
+                   planes: np.ndarray, dy: int, dx: int) -> None:
+        """Copy what the result needs of a cell window's planes into it.
+
+        Parameters
+        ----------
+        out : numpy.ndarray
+            The result.
+        times, bands : sequence of int
+            Local time steps and bands of ``planes``' first two axes.
+        planes : numpy.ndarray
+            ``(times, bands, height, width)`` whose first pixel is at
+            ``(dy, dx)`` in the cell.
+        dy, dx : int
+        """
+        for ti, t in enumerate(times):
+            for bi, b in enumerate(bands):
+                self.put(out, t, b, planes[ti, bi], dy, dx)
+
+
 def _positions(index: Index) -> np.ndarray:
     if isinstance(index, slice):
         return np.arange(index.start, index.stop, index.step or 1)
@@ -280,6 +300,27 @@ class PointTarget:
         for ti in t_rows.tolist():
             for bi in b_rows.tolist():
                 out[ti, bi, points] = values
+
+    def put_planes(self, out: np.ndarray, times: Sequence[int], bands: Sequence[int],
+                   planes: np.ndarray, dy: int, dx: int) -> None:
+        """Copy the points' samples of a cell window's planes (see :meth:`GridTarget.put_planes`).
+
+        One gather and one scatter for every plane at once when each time
+        step and band goes to one place in the block (a pixel series), rather
+        than one per plane.
+        """
+        t_out = [self.t_rows.get(t) for t in times]
+        b_out = [self.b_rows.get(b) for b in bands]
+        if (self.point_t is not None or self.point_b is not None
+                or any(r is None or r.size != 1 for r in (*t_out, *b_out))):
+            for ti, t in enumerate(times):
+                for bi, b in enumerate(bands):
+                    self.put(out, t, b, planes[ti, bi], dy, dx)
+            return
+        values = planes[:, :, self.cell_y - dy, self.cell_x - dx]  # (times, bands, points)
+        rows_t = np.concatenate([r for r in t_out if r is not None])
+        rows_b = np.concatenate([r for r in b_out if r is not None])
+        out[np.ix_(rows_t, rows_b, self.points)] = values
 
 
 def _cells_along(positions: np.ndarray, tile: int) -> list[tuple[int, Index, np.ndarray]]:
@@ -356,13 +397,20 @@ def point_targets(cube: Cube, pts: Points) -> list[PointTarget]:
 
     if pts.point_times is None:
         assert pts.times is not None
-        segments = cube.segments(np.asarray(pts.times, dtype=np.int64))
+        # Per scene its time steps, per cell its points: a cell's target in each scene
+        # is the same but for the scene (a pixel series over a catalog of many scenes).
+        per_scene = []
+        for scene, local, out_pos in cube.segments(np.asarray(pts.times, dtype=np.int64)):
+            t_rows = {t: np.asarray([p for lt, p in zip(local, out_pos, strict=True)
+                                     if lt == t], dtype=np.intp) for t in set(local)}
+            per_scene.append((scene, tuple(sorted(t_rows)), t_rows))
         for key, members in _groups(cell_key):
-            for scene, local, out_pos in segments:
-                t_rows = {t: np.asarray([p for lt, p in zip(local, out_pos, strict=True)
-                                         if lt == t], dtype=np.intp) for t in set(local)}
-                targets.append(target(scene, key, members, tuple(sorted(set(local))), t_rows,
-                                      None))
+            first = target(per_scene[0][0], key, members, per_scene[0][1], per_scene[0][2],
+                           None)
+            for scene, times, t_rows in per_scene:
+                window = replace(first.window, scene=scene, times=times)
+                targets.append(PointTarget(window, t_rows, first.b_rows, members, first.cell_y,
+                                           first.cell_x, None, first.point_b))
     else:
         steps = np.asarray(cube.steps, dtype=np.int64).reshape(-1, 2)[pts.point_times]
         scene_of, local_t = steps[:, 0], steps[:, 1]
@@ -386,7 +434,8 @@ Span = tuple[int, int]
 
 
 def batches(windows: Sequence[CellWindow], itemsize: int, budget: int,
-            spans: Sequence[Span] | None = None) -> list[tuple[Call, list[int]]]:
+            spans: Sequence[Span] | None = None,
+            layouts: Sequence[Any] | None = None) -> list[tuple[Call, list[int]]]:
     """Group cell windows into native calls: equal windows and planes share one ``read_many``.
 
     Parameters
@@ -402,18 +451,21 @@ def batches(windows: Sequence[CellWindow], itemsize: int, budget: int,
         transport coalesces byte ranges: windows then batch in file order and
         only while the gaps between them stay within :data:`SLACK` of what
         they need, so scattered cells never pull in the frames between them.
+    layouts : sequence, optional
+        Each window's scene layout (:meth:`Cube.layout`) in a ragged cube:
+        windows of different layouts never share a call.
 
     Returns
     -------
     list of (Call, window positions)
         Item ``k`` of a call (its ``k``-th window) is ``windows[positions[k]]``.
     """
-    groups: dict[tuple[tuple[int, ...], tuple[int, ...], int, int], list[int]] = (
-        defaultdict(list))
+    groups: dict[tuple[Any, ...], list[int]] = defaultdict(list)
     for i, it in enumerate(windows):
-        groups[(it.times, it.bands, it.height, it.width)].append(i)
+        layout = None if layouts is None else layouts[i]
+        groups[(it.times, it.bands, it.height, it.width, layout)].append(i)
     out = []
-    for (times, bands, h, w), members in sorted(groups.items()):
+    for (times, bands, h, w, _), members in sorted(groups.items(), key=lambda kv: kv[0][:4]):
         per_item = max(1, len(times) * len(bands) * h * w * itemsize)
         size = max(1, budget // per_item)
         if spans is None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -167,10 +168,10 @@ def batch_chips(cube: Cube, starts: np.ndarray, size: int, bands: tuple[int, ...
 
     # Every read window has one size: the chip, or the raster where it is smaller.
     rh, rw = min(size, height), min(size, width)
-    all_times = g.time_frame == g.time_count and g.time_count > 1
-    # Key: the scene-local time steps of the call (all of them when frames hold every step).
-    groups: dict[tuple[int, ...], list[tuple[int, int, int, int]]] = defaultdict(list)
-    reads: list[tuple[int, tuple[int, ...], int, int, int, int, int, int, int, int, int]] = []
+    # Key: the scene-local time steps of the call (all of them when frames hold every
+    # step), and in a ragged cube the scene's layout (one read_many reads one layout).
+    groups: dict[tuple[Any, ...], list[tuple[int, int, int, int]]] = defaultdict(list)
+    reads: list[tuple[int, tuple[Any, ...], int, int, int, int, int, int, int, int, int]] = []
     for i in range(len(starts)):
         t, row, col = int(times[i]), int(rows[i]), int(cols[i])
         # Overlap of the chip with the raster.
@@ -182,24 +183,27 @@ def batch_chips(cube: Cube, starts: np.ndarray, size: int, bands: tuple[int, ...
         # The window inside the raster nearest the chip, holding its overlap.
         wy = min(max(row, 0), height - rh)
         wx = min(max(col, 0), width - rw)
-        key = tuple(range(g.time_count)) if all_times else (local,)
+        own = cube.scene_grid(scene_index)
+        all_times = own.time_frame == own.time_count and own.time_count > 1
+        key = (tuple(range(own.time_count)) if all_times else (local,),
+               cube.layout(scene_index))
         groups[key].append((scene_index, wy, wx, i))
         reads.append((i, key, local, y0 - row, x0 - col, y0 - wy, x0 - wx, y1 - y0, x1 - x0,
                       wy, wx))
 
     calls: list[Call] = []
-    item_of: dict[tuple[tuple[int, ...], int], tuple[int, int]] = {}
+    item_of: dict[tuple[tuple[Any, ...], int], tuple[int, int]] = {}
     for key, members in groups.items():
         for k, (_, _, _, i) in enumerate(members):
             item_of[(key, i)] = (len(calls), k)
         calls.append(Call(scenes=tuple(m[0] for m in members),
                           rows=tuple(m[1] for m in members),
                           cols=tuple(m[2] for m in members),
-                          times=key, bands=tuple(bands), height=rh, width=rw))
+                          times=key[0], bands=tuple(bands), height=rh, width=rw))
     placements = []
     for i, key, local, oy, ox, sy, sx, h, w, _, _ in reads:
         call, item = item_of[(key, i)]
-        placements.append(Placement(chip=i, call=call, item=item, t=key.index(local),
+        placements.append(Placement(chip=i, call=call, item=item, t=key[0].index(local),
                                     oy=oy, ox=ox, sy=sy, sx=sx, h=h, w=w))
     direct = (len(calls) == 1 and len(placements) == len(starts)
               and len(calls[0].times) == 1 and rh == size and rw == size

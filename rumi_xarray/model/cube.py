@@ -39,6 +39,10 @@ class Scene:
     overview : tuple of int, optional
         ``(level, factor)`` when the source is an overview level of a file
         (``overview_level=``), said by ``explain()``.
+    grid : Grid, optional
+        The scene's own frame grid (from its header), for cubes whose scenes
+        differ in time steps or frame layout (:attr:`Cube.ragged`); None
+        when it is the cube's.
     """
 
     source: Any = field(repr=False)
@@ -46,6 +50,7 @@ class Scene:
     catalog_row: int | str | None = None
     stamp: tuple[int, int, int] | None = field(default=None, repr=False)
     overview: tuple[int, int] | None = None
+    grid: Grid | None = field(default=None, repr=False, compare=False)
 
     @property
     def name(self) -> str:
@@ -82,7 +87,7 @@ def source_name(source: Any) -> str:
 
 @dataclass(frozen=True)
 class Cube:
-    """Scenes stacked along time, all sharing one frame grid.
+    """Scenes stacked along time, all sharing one pixel grid.
 
     Cube time step ``i`` is local step ``steps[i][1]`` of scene
     ``steps[i][0]``.
@@ -93,15 +98,23 @@ class Cube:
         A tuple, or a sequence that looks scenes up when they are used (a
         catalog table on disk, ``rumi_xarray.catalogs.index``).
     grid : Grid
-        The grid every scene shares.
+        The grid every scene shares (the first scene's, when ``ragged``).
     steps : sequence of (int, int)
-        ``(scene index, local time index)`` per cube time step: a tuple, or
-        :class:`UniformSteps` when every scene has the same steps.
+        ``(scene index, local time index)`` per cube time step: a tuple,
+        :class:`UniformSteps` when every scene has the same steps, or
+        :class:`RaggedSteps`.
+    ragged : bool, default False
+        Scenes may differ in their number of time steps and in their frame
+        layout (series files of periods holding different numbers of dates);
+        they share size, tiles, bands and dtype. Each scene's own grid is
+        :meth:`scene_grid`, and a native call only ever reads scenes of one
+        layout (``read_many`` needs them to share it).
     """
 
     scenes: Sequence[Scene]
     grid: Grid
     steps: Sequence[tuple[int, int]]
+    ragged: bool = False
 
     @classmethod
     def single(cls, scene: Scene, grid: Grid) -> Cube:
@@ -130,6 +143,39 @@ class Cube:
         if len(self.scenes) == 1:
             return self.scenes[0].describe()
         return f"{len(self.scenes)} scenes ({self.scenes[0].describe()}, ...)"
+
+    def scene_grid(self, scene: int) -> Grid:
+        """Return the frame grid of one scene: its time steps and frame layout.
+
+        Parameters
+        ----------
+        scene : int
+
+        Returns
+        -------
+        Grid
+            :attr:`grid` unless the cube is ragged.
+        """
+        if not self.ragged:
+            return self.grid
+        own = self.scenes[scene].grid
+        return self.grid if own is None else own
+
+    def layout(self, scene: int) -> tuple[Any, ...] | None:
+        """Return what scenes read by one native call must share with this one.
+
+        Parameters
+        ----------
+        scene : int
+
+        Returns
+        -------
+        tuple or None
+            The scene's :attr:`Grid.layout_key`; None when every scene of the
+            cube shares one (not ragged), so that callers need not look
+            scenes up.
+        """
+        return self.scene_grid(scene).layout_key if self.ragged else None
 
     def segments(self, times: np.ndarray) -> list[tuple[int, list[int], list[int]]]:
         """Split cube time steps by scene.
@@ -210,3 +256,77 @@ class UniformSteps(Sequence[tuple[int, int]]):
 
     def __repr__(self) -> str:
         return f"UniformSteps({self.scenes} scenes x {self.per_scene})"
+
+
+class RaggedSteps(Sequence[tuple[int, int]]):
+    """The time steps of scenes holding different numbers of steps.
+
+    Equal to ``tuple((s, t) for s, n in enumerate(counts) for t in range(n))``;
+    stored as the cumulative counts (one integer per scene), looked up by
+    bisection.
+
+    Parameters
+    ----------
+    counts : sequence of int
+        Time steps of each scene, each at least 1.
+
+    Examples
+    --------
+    >>> steps = RaggedSteps([3, 5, 1])
+    >>> len(steps), steps[3], steps[8], steps.counts.tolist()
+    (9, (1, 0), (2, 0), [3, 5, 1])
+    """
+
+    def __init__(self, counts: Sequence[int] | np.ndarray) -> None:
+        counts = np.asarray(counts, dtype=np.int64).reshape(-1)
+        if counts.size and int(counts.min()) < 1:
+            raise ValueError("every scene holds at least one time step")
+        self.starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+
+    @property
+    def counts(self) -> np.ndarray:
+        """Return the time steps of each scene."""
+        return np.diff(self.starts)
+
+    def __len__(self) -> int:
+        return int(self.starts[-1])
+
+    @overload
+    def __getitem__(self, i: int) -> tuple[int, int]: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[tuple[int, int]]: ...
+
+    def __getitem__(self, i: int | slice) -> tuple[int, int] | Sequence[tuple[int, int]]:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        n = len(self)
+        i = int(i)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError(i)
+        scene = int(np.searchsorted(self.starts, i, side="right")) - 1
+        return scene, i - int(self.starts[scene])
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        for s, n in enumerate(self.counts.tolist()):
+            for t in range(n):
+                yield (s, t)
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        i = np.arange(len(self), dtype=np.int64)
+        scene = np.searchsorted(self.starts, i, side="right") - 1
+        out = np.stack([scene, i - self.starts[scene]], axis=1)
+        return out if dtype is None else out.astype(dtype)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, RaggedSteps):
+            return bool(np.array_equal(self.starts, other.starts))
+        return isinstance(other, Sequence) and list(self) == list(other)
+
+    def __hash__(self) -> int:
+        return hash(("ragged-steps", self.starts.tobytes()))
+
+    def __repr__(self) -> str:
+        return f"RaggedSteps({len(self.starts) - 1} scenes, {len(self)} steps)"

@@ -121,6 +121,17 @@ class Grid:
         return (self.time_count, self.bands, self.tile_height, self.tile_width,
                 self.frame_layout, self.index_order, self.dtype.str)
 
+    @property
+    def stack_key(self) -> tuple[Any, ...]:
+        """What scenes stacked along time in one cube share (hashable).
+
+        Size, tile size, bands and dtype. Their number of time steps and frame
+        layout may differ: such a cube is ragged (``Cube.ragged``) and each
+        native call reads scenes of one :attr:`layout_key`.
+        """
+        return (self.height, self.width, self.bands, self.tile_height, self.tile_width,
+                self.dtype.str)
+
     def same_layout(self, other: Grid) -> bool:
         """Return whether two scenes can be read by one ``read_many`` call."""
         return self.layout_key == other.layout_key

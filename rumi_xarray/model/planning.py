@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
@@ -77,7 +78,8 @@ class Call:
 
     def frames(self, cube: Cube) -> int:
         """Return the frames this call decodes."""
-        g = cube.grid
+        # Every scene of a call shares one frame layout (read_many needs it).
+        g = cube.scene_grid(self.scenes[0]) if self.scenes else cube.grid
         return sum(g.frames_touched(len(self.times), len(self.bands), r, c, self.height,
                                     self.width) for r, c in zip(self.rows, self.cols, strict=True))
 
@@ -131,17 +133,18 @@ def batch_requests(cube: Cube, requests: list[Request], budget: int = UNBOUNDED)
                 per_band[b].update(local)
 
     # 2. Bands needing the same time steps share one piece, so the product
-    #    times x bands of every piece is exactly what was asked for.
-    pieces: dict[tuple[tuple[int, ...], tuple[int, ...], int, int], list[tuple[int, int, int]]]
-    pieces = defaultdict(list)
+    #    times x bands of every piece is exactly what was asked for. Pieces of
+    #    scenes with another frame layout (a ragged cube) never share a call.
+    pieces: dict[tuple[Any, ...], list[tuple[int, int, int]]] = defaultdict(list)
     where: dict[tuple[int, int, int, int, int, int], tuple[tuple[int, ...], tuple[int, ...]]] = {}
     for (scene, row, col, h, w), per_band in needs.items():
         by_times: dict[tuple[int, ...], list[int]] = defaultdict(list)
         for b, ts in per_band.items():
             by_times[tuple(sorted(ts))].append(b)
+        layout = cube.layout(scene)
         for times, band_list in by_times.items():
             sorted_bands = tuple(sorted(band_list))
-            pieces[(times, sorted_bands, h, w)].append((row, col, scene))
+            pieces[(times, sorted_bands, h, w, layout)].append((row, col, scene))
             for b in band_list:
                 where[(scene, row, col, h, w, b)] = (times, sorted_bands)
 
@@ -150,7 +153,7 @@ def batch_requests(cube: Cube, requests: list[Request], budget: int = UNBOUNDED)
     calls: list[Call] = []
     index: dict[tuple[int, int, int, tuple[int, ...], tuple[int, ...], int, int],
                 tuple[int, int]] = {}
-    for (times, bands, h, w), items in sorted(pieces.items()):
+    for (times, bands, h, w, _), items in sorted(pieces.items(), key=lambda kv: kv[0][:4]):
         items.sort()
         per_item = len(times) * len(bands) * h * w * itemsize
         size = max(1, budget // max(per_item, 1))
@@ -277,7 +280,7 @@ def split_call(cube: Cube, call: Call, *, progress: bool) -> list[Call]:
     -------
     list of Call
     """
-    g = cube.grid
+    g = cube.scene_grid(call.scenes[0])
     total = call.nbytes(g.dtype.itemsize)
     if not progress or total <= READ_BAR_BYTES:
         return [call]

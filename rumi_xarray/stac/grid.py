@@ -137,7 +137,7 @@ def _geometry(value: Any) -> Any:
 
 
 def shared_grid(sources: Sequence[StacSource]) -> bool:
-    """Return whether every source has the same grid, layout, bands and CF facts.
+    """Return whether every source has the same grid, tiles, bands and CF facts.
 
     Such sources stack into one catalog cube (one ``read_many`` across
     scenes per read group).
@@ -158,7 +158,9 @@ def shared_grid(sources: Sequence[StacSource]) -> bool:
             return False
         if (s.grid.height, s.grid.width) != (first.grid.height, first.grid.width):
             return False
-        if not s.grid.same_layout(first.grid) or s.facts != first.facts:
+        # Numbers of dates and frame layouts may differ (series files of periods):
+        # the catalog cube is then ragged, read one layout per native call.
+        if s.grid.stack_key != first.grid.stack_key or s.facts != first.facts:
             return False
         if (s.bounds is None) != (first.bounds is None):
             return False

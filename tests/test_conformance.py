@@ -430,7 +430,7 @@ def leveled(series: dict[str, list[Path]], tmp_path_factory: pytest.TempPathFact
 def _level_reference(files: list[Path], level: int) -> xr.DataArray:
     parts = [xr.open_dataset(f, engine="rumi", overview_level=level)["band_data"]
              for f in files]
-    return xr.concat(parts, "time").load()
+    return xr.concat(parts, "time", combine_attrs=COMBINE).load()
 
 
 def _resolution(files: list[Path], level: int) -> float:
@@ -443,12 +443,13 @@ def _at_level(door: str, files: list[Path], level: int) -> xr.DataArray:
     res = _resolution(files, level)
     if door == "xr.open_dataset":
         return xr.concat([xr.open_dataset(f, engine="rumi", overview_level=level)["band_data"]
-                          for f in files], "time")
+                          for f in files], "time", combine_attrs=COMBINE)
     if door == "xr.open_mfdataset":
-        return xr.open_mfdataset(files, engine="rumi", overview_level=level)["band_data"]
+        return xr.open_mfdataset(files, engine="rumi", overview_level=level,
+                                 combine_attrs=COMBINE)["band_data"]
     if door == "rx.open_dataset":
         return xr.concat([rx.open_dataset(f, chunks={}, overview_level=level)["band_data"]
-                          for f in files], "time")
+                          for f in files], "time", combine_attrs=COMBINE)
     if door == "rx.open_mfdataset":
         return rx.open_mfdataset(files, resolution=res)["band_data"]
     if door == "rx.open_catalog":

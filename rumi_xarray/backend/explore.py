@@ -356,13 +356,15 @@ def _overviews(array: RumiBackendArray
     several scenes (a catalog) or a file given as bytes or a file object is
     shown from the full resolution, every ``step``-th pixel.
     """
-    from rumi_xarray.backend.open import overview_factors
+    # The levels the file's sidecar records, as rx.overview_factors reads them (that
+    # function lives above the accessor this module serves; the sidecar is below both).
+    from rumi_xarray.conventions import cf
 
     scenes = array.cube.scenes
     if len(scenes) != 1 or not isinstance(scenes[0].source, str):
         return [], None
     source = scenes[0].source
-    factors = [int(f) for f in overview_factors(source)]
+    factors = [int(f) for f in cf.read_source_sidecar(source, sidecar=True).overviews.factors]
     if not factors:
         return [], None
 

@@ -16,6 +16,7 @@ import rumi
 import xarray as xr
 
 import rumi_xarray as rx
+from rumi_xarray.model import selection
 from rumi_xarray.write.to_rumi import write_array
 
 BANDS = ["B02", "B03", "B04"]
@@ -89,6 +90,50 @@ def test_more_scenes_do_not_make_more_calls(scenes: tuple[list[Path], np.ndarray
                                       data[:n][:, :, ys, xs])
         calls.append(rx.stats()["calls"])
     assert calls[0] == calls[1]
+
+
+def test_a_pixel_series_shares_its_dates_and_bands_across_points() -> None:
+    # xarray hands .isel(y=DataArray, x=DataArray) to the backend with every key
+    # broadcast to (time, band, points): the dates and bands still go with no point.
+    t, b, p = np.meshgrid(np.arange(4), np.arange(3), np.arange(5), indexing="ij")
+    ys, xs = np.array([1, 5, 9, 30, 2])[p], np.array([3, 3, 8, 40, 49])[p]
+    pts, shape = selection.points((4, 3, 40, 50), (t, b, ys, xs))
+    assert shape == (4, 3, 5) and pts is not None
+    assert pts.point_times is None and pts.point_bands is None
+    assert pts.times == (0, 1, 2, 3) and pts.bands == (0, 1, 2)
+    np.testing.assert_array_equal(pts.ys, [1, 5, 9, 30, 2])
+
+
+def _p(values: list[int], dim: str = "p") -> xr.DataArray:
+    return xr.DataArray(np.asarray(values), dims=dim)
+
+
+VECTORIZED = {
+    "series": lambda: {"y": _p([5, 9, 95]), "x": _p([7, 60, 95])},
+    "one pixel three times": lambda: {"y": _p([5, 5, 5]), "x": _p([7, 7, 7])},
+    "one date for every point": lambda: {"time": _p([1, 1, 1]), "y": _p([5, 9, 30]),
+                                         "x": _p([7, 8, 40])},
+    "a date per point": lambda: {"time": _p([0, 4, 2]), "y": _p([5, 9, 30]),
+                                 "x": _p([7, 8, 40])},
+    "dates by another dimension": lambda: {
+        "time": xr.DataArray([[0, 0, 0], [3, 3, 3]], dims=("a", "p")), "y": _p([5, 9, 30]),
+        "x": _p([7, 8, 40])},
+    "bands by another dimension": lambda: {"band": _p([2, 0], "q"), "y": _p([5, 9, 30]),
+                                           "x": _p([7, 8, 40])},
+}
+
+
+@pytest.mark.parametrize("name", list(VECTORIZED))
+def test_vectorized_selections_through_a_catalog_equal_numpy(
+        scenes: tuple[list[Path], np.ndarray], name: str) -> None:
+    paths, data = scenes
+    key = VECTORIZED[name]()
+    cube = rx.open_catalog(rx.catalog(paths), mask_and_scale=False).band_data
+    rx.clear_cache()
+    got = cube.isel(key)
+    expected = xr.DataArray(data, dims=cube.dims).isel(key)
+    assert got.dims == expected.dims
+    np.testing.assert_array_equal(got.values, expected.values)
 
 
 # --- catalogs of series files holding different numbers of dates -----------------------

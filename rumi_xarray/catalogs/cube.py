@@ -462,13 +462,10 @@ def _open_table(url: str, *, storage_options: dict[str, Any] | None, time: Any,
                                         else UniformSteps(idx.scenes, grid.time_count))
     cube = Cube(scenes, grid, steps, ragged=ragged)
     seconds, bounds = facts["seconds"], facts["bounds"]
-    one = pd.DataFrame([ref]).assign(_row=[facts["reference_label"]])
-    labels = _labels(one, grid)
-    labels = dataset.CubeLabels(bands=labels.bands, seconds=seconds.reshape(-1),
-                            bounds=None if bounds is None else bounds.reshape(-1, 2),
-                            transform=labels.transform, crs=labels.crs,
-                            pixel_is_point=labels.pixel_is_point, cf=labels.cf,
-                            attributes=facts["attributes"])
+    labels = _reference_labels(ref, f"catalog row {facts['reference_label']}", grid,
+                               seconds.reshape(-1),
+                               None if bounds is None else bounds.reshape(-1, 2),
+                               facts["attributes"])
     ds = dataset.build(cube, labels, band_as_variable=band_as_variable,
                        decoders={"decode_times": decode_times}, mask_and_scale=mask_and_scale)
     extra = {k: ("time", np.repeat(v, counts)) for k, v in facts["coords"].items()}
@@ -565,10 +562,20 @@ def _labels(rows: pd.DataFrame, grid: Grid) -> dataset.CubeLabels:
                                  for b in bounds_col])
     elif any(b is not None for b in bounds_col):
         raise RumiCatalogError("the catalog mixes scenes with instants and with intervals")
-    ref = rows.iloc[0]
+    # What every scene agrees on, as xarray's combine_attrs="drop_conflicts" combines.
+    described = Attributes.combine(dict.fromkeys(
+        row_attributes(rows.iloc[i], f"catalog row {rows['_row'].iloc[i]} "
+                                     f"({source_name(rows['path'].iloc[i])})")
+        for i in range(len(rows))))
+    return _reference_labels(rows.iloc[0], f"catalog row {rows['_row'].iloc[0]}", grid,
+                             seconds, bounds, described)
+
+
+def _reference_labels(ref: Any, where: str, grid: Grid, seconds: np.ndarray,
+                      bounds: np.ndarray | None, attributes: Attributes) -> dataset.CubeLabels:
+    """Return a cube's labels from its reference row (a mapping of catalog columns)."""
     transform = cell_list(ref.get("transform"))
     pip = cell(ref.get("pixel_is_point"))
-    where = f"catalog row {ref['_row']}"
     found = Sidecar.from_columns(ref, grid.dtype, f"{where} ({source_name(ref['path'])})")
     attrs = cf.cf_attributes(found.facts, grid.dtype, where)
     crs = cell(ref.get("crs"))
@@ -576,15 +583,10 @@ def _labels(rows: pd.DataFrame, grid: Grid) -> dataset.CubeLabels:
         None if transform is None else tuple(float(v) for v in transform),
         None if crs is None else int(crs), None if pip is None else bool(pip),
         found.georef(), where)
-    # What every scene agrees on, as xarray's combine_attrs="drop_conflicts" combines.
-    described = Attributes.combine(dict.fromkeys(
-        row_attributes(rows.iloc[i], f"catalog row {rows['_row'].iloc[i]} "
-                                     f"({source_name(rows['path'].iloc[i])})")
-        for i in range(len(rows))))
     return dataset.CubeLabels(
         bands=tuple(cell_list(ref["bands"]) or ()), seconds=seconds, bounds=bounds,
         transform=grid_transform, crs=grid_crs, pixel_is_point=point, cf=attrs,
-        attributes=described)
+        attributes=attributes)
 
 
 def open_mfdataset(sources_: str | os.PathLike[str] | Iterable[Any], *, chunks: Any = None,

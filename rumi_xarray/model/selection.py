@@ -226,7 +226,12 @@ class Points:
         numpy.ndarray
             Shaped :attr:`out_shape`.
         """
-        return gathered.reshape(self.block_shape).transpose(np.argsort(self.order))
+        out = gathered.reshape(self.block_shape).transpose(np.argsort(self.order))
+        if out.shape != self.out_shape:
+            # Result axes along which no key varies (every point the same pixel):
+            # the one value repeats.
+            out = np.ascontiguousarray(np.broadcast_to(out, self.out_shape))
+        return out
 
 
 def _vectorized_arrays(shape: tuple[int, ...], key: tuple[Any, ...]) -> list[np.ndarray]:
@@ -252,6 +257,22 @@ def _vectorized_arrays(shape: tuple[int, ...], key: tuple[Any, ...]) -> list[np.
             out.append(a.reshape((1,) * (n - a.ndim) + a.shape + (1,) * n_slices))
     ndim = max(a.ndim for a in out)
     return [a.reshape((1,) * (ndim - a.ndim) + a.shape) for a in out]
+
+
+def _varying(a: np.ndarray) -> set[int]:
+    """Return the axes along which the values of ``a`` change.
+
+    Examples
+    --------
+    >>> t = np.broadcast_to(np.arange(3)[:, None], (3, 4))
+    >>> sorted(_varying(np.ascontiguousarray(t))), sorted(_varying(np.zeros((2, 5))))
+    ([0], [])
+    """
+    out = set()
+    for j, n in enumerate(a.shape):
+        if n > 1 and bool((a != a.take([0], axis=j)).any()):
+            out.add(j)
+    return out
 
 
 def points(shape: tuple[int, int, int, int], key: tuple[Any, Any, Any, Any]
@@ -290,7 +311,10 @@ def points(shape: tuple[int, int, int, int], key: tuple[Any, Any, Any, Any]
         raise IndexError(f"indexing arrays do not broadcast together: {exc}") from exc
     if any(n == 0 for n in out_shape):
         return None, out_shape
-    axes = [{j for j, n in enumerate(a.shape) if n > 1} for a in arrays]
+    # The result axes each key varies along, by value: xarray hands a pixel series'
+    # time and band keys broadcast to the points' shape, so by shape alone every key
+    # would vary along the points and each point would read its own planes.
+    axes = [_varying(a) for a in arrays]
     # Which of (time, band, y, x) travel with the points: y and x always;
     # time and band when they vary along a dimension the points vary along
     # (or along one another's, a list of planes: then per point as well).
@@ -309,7 +333,8 @@ def points(shape: tuple[int, int, int, int], key: tuple[Any, Any, Any, Any]
     p_shape = tuple(out_shape[j] for j in p_axes)
 
     def along(a: np.ndarray, keep: list[int]) -> np.ndarray:
-        return a.reshape(tuple(a.shape[j] for j in keep))
+        # The key along the axes kept; it is constant along the others.
+        return a[tuple(slice(None) if j in keep else 0 for j in range(a.ndim))]
 
     def per_point(d: int) -> np.ndarray:
         return np.broadcast_to(along(arrays[d], p_axes), p_shape).ravel()

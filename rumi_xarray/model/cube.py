@@ -8,6 +8,7 @@ A :class:`Scene` is one Rumi source and the header that indexes its frames; a
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
@@ -199,7 +200,32 @@ class Cube:
         return [(s, loc, pos) for s, (loc, pos) in out.items()]
 
 
-class UniformSteps(Sequence[tuple[int, int]]):
+class _Steps(Sequence[tuple[int, int]]):
+    """``(scene, step)`` pairs computed from an index: the indexing both kinds share."""
+
+    @abstractmethod
+    def _step(self, i: int) -> tuple[int, int]:
+        """Return the pair at ``i``, with ``0 <= i < len(self)``."""
+
+    @overload
+    def __getitem__(self, i: int) -> tuple[int, int]: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[tuple[int, int]]: ...
+
+    def __getitem__(self, i: int | slice) -> tuple[int, int] | Sequence[tuple[int, int]]:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        n = len(self)
+        i = int(i)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError(i)
+        return self._step(i)
+
+
+class UniformSteps(_Steps):
     """The time steps of scenes that all hold ``per_scene`` steps, computed, not stored.
 
     Equal to ``tuple((s, t) for s in range(scenes) for t in range(per_scene))``
@@ -219,21 +245,7 @@ class UniformSteps(Sequence[tuple[int, int]]):
     def __len__(self) -> int:
         return self.scenes * self.per_scene
 
-    @overload
-    def __getitem__(self, i: int) -> tuple[int, int]: ...
-
-    @overload
-    def __getitem__(self, i: slice) -> Sequence[tuple[int, int]]: ...
-
-    def __getitem__(self, i: int | slice) -> tuple[int, int] | Sequence[tuple[int, int]]:
-        if isinstance(i, slice):
-            return [self[k] for k in range(*i.indices(len(self)))]
-        n = len(self)
-        i = int(i)
-        if i < 0:
-            i += n
-        if not 0 <= i < n:
-            raise IndexError(i)
+    def _step(self, i: int) -> tuple[int, int]:
         return divmod(i, self.per_scene)
 
     def __iter__(self) -> Iterator[tuple[int, int]]:
@@ -258,7 +270,7 @@ class UniformSteps(Sequence[tuple[int, int]]):
         return f"UniformSteps({self.scenes} scenes x {self.per_scene})"
 
 
-class RaggedSteps(Sequence[tuple[int, int]]):
+class RaggedSteps(_Steps):
     """The time steps of scenes holding different numbers of steps.
 
     Equal to ``tuple((s, t) for s, n in enumerate(counts) for t in range(n))``;
@@ -291,21 +303,7 @@ class RaggedSteps(Sequence[tuple[int, int]]):
     def __len__(self) -> int:
         return int(self.starts[-1])
 
-    @overload
-    def __getitem__(self, i: int) -> tuple[int, int]: ...
-
-    @overload
-    def __getitem__(self, i: slice) -> Sequence[tuple[int, int]]: ...
-
-    def __getitem__(self, i: int | slice) -> tuple[int, int] | Sequence[tuple[int, int]]:
-        if isinstance(i, slice):
-            return [self[k] for k in range(*i.indices(len(self)))]
-        n = len(self)
-        i = int(i)
-        if i < 0:
-            i += n
-        if not 0 <= i < n:
-            raise IndexError(i)
+    def _step(self, i: int) -> tuple[int, int]:
         scene = int(np.searchsorted(self.starts, i, side="right")) - 1
         return scene, i - int(self.starts[scene])
 

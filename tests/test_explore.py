@@ -294,6 +294,50 @@ def test_a_file_without_overviews_is_shown_strided_from_full_resolution(files):
     assert ex.grid.level is None and ex.grid.step == 4
 
 
+def test_a_catalog_cube_maps_each_date_from_its_files_overview(tmp_path):
+    # Three dates, one file each: the first two written with levels 1:2 and 1:4, the
+    # third without (an archive ingested before overviews were asked for).
+    scene = synthetic.scene_series(n_dates=3, size=512)
+    paths, headers = [], []
+    for t in range(3):
+        path = tmp_path / f"date{t}.rumi"
+        headers.append(rx.to_rumi(scene.isel(time=[t]), path, tile_size=64,
+                                  overviews=[2, 4] if t < 2 else None, progress=False))
+        paths.append(path)
+    cube = rx.open_catalog(rx.catalog([str(p) for p in paths]))
+    ex = cube.rumi.explore(band="nir", max_pixels=128)
+    for t in (0, 1):
+        ex.show_date(t)
+        level = xr.open_dataset(paths[t], engine="rumi", overview_level=1).band_data
+        # The whole 512-pixel image from that date's own 1:4 level: 128 samples a side.
+        assert (ex.grid.level, ex.grid.factor, ex.grid.step, ex.grid.height) == (1, 4, 1, 128)
+        np.testing.assert_array_equal(ex.map_values, level.isel(time=0, band=[3]).values)
+        assert ex.map_reading.planned.frames == 4 and ex.map_reading.note == ""
+    # The third date's file has no levels: every 4th pixel of its full resolution, said.
+    ex.show_date(2)
+    stored = rumi.read(str(paths[2]), headers[2], bands=[3], pattern="t b y x")[0]
+    np.testing.assert_array_equal(ex.map_values, stored[:, ::4, ::4].astype(np.float32) * SCALE)
+    assert (ex.grid.level, ex.grid.step, ex.grid.height) == (None, 4, 128)
+    assert "date2.rumi has no overview 1:4" in ex.map_reading.note
+    assert "date2.rumi has no overview 1:4" in ex.map_info.value
+    # A click on the third date's map is the very sample shown; the series spans all files.
+    assert calls_during(lambda: ex.click(10, 20)) == 1
+    assert ex.pixel == (40, 80)
+    np.testing.assert_array_equal(ex.series.values[:, 0],
+                                  cube.band_data.isel(band=3, y=40, x=80).values)
+    # The same catalog of URLs: the first date's map from its level file over HTTP.
+    with RangeHTTPServer(tmp_path) as server:
+        remote = rx.open_catalog(rx.catalog([server.url(p.name) for p in paths]))
+        server.reset()
+        far = remote.rumi.explore(band="nir", max_pixels=128)
+        level = xr.open_dataset(paths[0], engine="rumi", overview_level=1).band_data
+        np.testing.assert_array_equal(far.map_values, level.isel(time=0, band=[3]).values)
+        assert far.grid.level == 1
+        # Full-resolution frames were never fetched for the map: only the sidecars and the
+        # level file (whose name ends in .ovr4).
+        assert not server.requests("date0.rumi")
+
+
 # --- arguments and the extra ------------------------------------------------------------
 
 

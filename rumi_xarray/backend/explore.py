@@ -8,7 +8,8 @@ that array's lazy path so each interaction is one routed read:
 - a map (:func:`read_map`) reads one date's window of the level
   :func:`rumi_xarray.model.views.choose_level` picks, every ``step``-th pixel
   (:class:`~rumi_xarray.model.views.MapGrid`): on an overview when the file
-  has them, else only the frames of that date and window at full resolution;
+  has them (for a catalog cube, the overview of the file holding that date),
+  else only the frames of that date and window at full resolution;
 - a series (:func:`read_series`) reads one pixel at every date: the cell
   path, one planned read (one ``read_many`` across the scenes of a catalog).
 
@@ -88,23 +89,28 @@ class Reading:
         0 when the tile cache served it).
     seconds : float
         Wall time of the read, decoding included.
+    note : str
+        What the user should know about where the values came from (a date
+        whose file lacks the overview chosen, shown from full resolution).
     """
 
     kind: str
     planned: Explanation
     calls: int
     seconds: float
+    note: str = ""
 
     def __str__(self) -> str:
         from rumi_xarray.formatting import human_size
 
         p = self.planned
         took = f"{self.seconds * 1e3:.0f} ms"
+        note = f" ({self.note})" if self.note else ""
         if not p.calls:
-            return f"served from the tile cache, no read, in {took}"
+            return f"served from the tile cache, no read, in {took}{note}"
         return (f"{self.calls} native read call(s) in {took}: {p.items} window(s), "
                 f"{p.frames} frame(s), {human_size(p.compressed_bytes)} compressed in "
-                f"{p.ranges} byte range(s)")
+                f"{p.ranges} byte range(s){note}")
 
 
 @dataclass
@@ -137,10 +143,11 @@ class ExploreSource:
     label : str
         What the values are, for axes: ``long_name`` and ``units``.
     factors : list of int
-        Overview factors of the file, finest first (``[]``: none, or a cube
-        of several scenes).
+        Overview factors, finest first (``[]``: none): the file's, or for a
+        cube of several files (a catalog) its first file's.
     open_level : callable or None
-        Opens overview level ``k`` as a Dataset (single files only).
+        ``open_level(k, scene)`` opens overview level ``k`` of the cube's
+        file ``scene`` as a Dataset.
     """
 
     array: RumiBackendArray
@@ -160,8 +167,9 @@ class ExploreSource:
     name: str
     label: str = "value"
     factors: list[int] = field(default_factory=list)
-    open_level: Callable[[int], xr.Dataset] | None = None
-    _levels: dict[int, RumiBackendArray] = field(default_factory=dict)
+    open_level: Callable[[int, int], xr.Dataset] | None = None
+    #: Level arrays opened, by ``(level, scene)``; None where that file lacks the level.
+    _levels: dict[tuple[int, int], RumiBackendArray | None] = field(default_factory=dict)
 
     @property
     def full_shape(self) -> tuple[int, int]:
@@ -213,33 +221,67 @@ class ExploreSource:
             return tuple(self.common_names.index(c) for c in rgb)
         return (0,)
 
-    def level_array(self, level: int | None) -> RumiBackendArray:
-        """Return the array of overview ``level`` (``None``: the full resolution).
+    def level_read(self, level: int | None, t: int
+                   ) -> tuple[RumiBackendArray, int] | None:
+        """Return the array holding date ``t`` at overview ``level``, and the date's index in it.
 
-        Overviews are opened once each, when a map first needs them.
+        At full resolution (``level=None``) that is the cube itself. On an
+        overview, it is the level of the file holding the date (the file
+        itself for a single file; for a catalog cube, the scene the date
+        comes from), opened once, when a map first needs it.
 
         Parameters
         ----------
         level : int or None
+        t : int
+            Position along the explored ``time``.
 
         Returns
         -------
-        RumiBackendArray
+        (RumiBackendArray, int) or None
+            None when the date's file has no such level (the map is then read
+            at full resolution: :meth:`readable_grid`).
+
+        Raises
+        ------
+        RumiUnsupportedError
+            The level does not hold the file's dates and bands.
         """
+        step = int(self.times[t])
         if level is None:
-            return self.array
-        if level not in self._levels:
-            assert self.open_level is not None
-            ds = self.open_level(level)
-            located = find_backend(ds["band_data"].variable._data)
-            if located is None or located[0].shape[:2] != self.array.shape[:2]:
-                raise RumiUnsupportedError(f"{self.name}: overview {level} does not hold the "
-                                           f"dates and bands of the file")
-            self._levels[level] = located[0]
-        return self._levels[level]
+            return self.array, step
+        scene, index = self.array.cube.steps[step]
+        key = (level, scene)
+        if key not in self._levels:
+            self._levels[key] = self._open_level(level, scene)
+        array = self._levels[key]
+        return None if array is None else (array, index)
+
+    def _open_level(self, level: int, scene: int) -> RumiBackendArray | None:
+        cube = self.array.cube
+        file = cube.scenes[scene]
+        if self.open_level is None:
+            return None
+        if scene:
+            # Another file of a catalog: it may have been written without these levels
+            # (its sidecar says which it has; the first file's were read already).
+            from rumi_xarray.conventions import cf
+
+            factors = list(cf.read_source_sidecar(file.source, sidecar=True).overviews.factors)
+            if factors[:level + 1] != self.factors[:level + 1]:
+                return None
+        ds = self.open_level(level, scene)
+        located = find_backend(ds["band_data"].variable._data)
+        steps = cube.scene_grid(scene).time_count
+        if located is None or located[0].shape[:2] != (steps, cube.shape[1]):
+            raise RumiUnsupportedError(f"{file.name}: overview {level} does not hold the "
+                                       f"dates and bands of the file")
+        return located[0]
 
     def level_shape(self, level: int) -> tuple[int, int]:
-        """Return ``(height, width)`` of overview ``level`` (opening it).
+        """Return ``(height, width)`` of overview ``level`` (opening it in the first file).
+
+        Every file of a cube shares one grid, so their levels share one shape.
 
         Parameters
         ----------
@@ -249,8 +291,34 @@ class ExploreSource:
         -------
         tuple of int
         """
-        shape = self.level_array(level).shape
-        return int(shape[-2]), int(shape[-1])
+        found = self._levels.get((level, 0))
+        if found is None:
+            found = self._open_level(level, 0)
+            self._levels[(level, 0)] = found
+        assert found is not None  # the first file's levels are self.factors
+        return int(found.shape[-2]), int(found.shape[-1])
+
+    def date_file(self, t: int) -> str:
+        """Return the credential-free name of the file holding date ``t``."""
+        cube = self.array.cube
+        return cube.scenes[cube.steps[int(self.times[t])][0]].name
+
+    def readable_grid(self, grid: MapGrid, t: int) -> MapGrid:
+        """Return ``grid``, or the same samples at full resolution where date ``t`` lacks its level.
+
+        Parameters
+        ----------
+        grid : MapGrid
+        t : int
+            Position along the explored ``time``.
+
+        Returns
+        -------
+        MapGrid
+        """
+        if grid.level is None or self.level_read(grid.level, t) is not None:
+            return grid
+        return grid.at_full_resolution()
 
     def decode(self, raw: np.ndarray) -> np.ndarray:
         """Return stored samples decoded as the explored variable is."""
@@ -349,27 +417,29 @@ def _policy(da: xr.DataArray, array: RumiBackendArray, packing: dict[str, Any]) 
 
 
 def _overviews(array: RumiBackendArray
-               ) -> tuple[list[int], Callable[[int], xr.Dataset] | None]:
-    """Return the overview factors of a single file and how to open a level, or none.
+               ) -> tuple[list[int], Callable[[int, int], xr.Dataset] | None]:
+    """Return the overview factors of a cube's files and how to open a file's level, or none.
 
-    Overviews are read from a file opened by its path or URL: a cube of
-    several scenes (a catalog) or a file given as bytes or a file object is
-    shown from the full resolution, every ``step``-th pixel.
+    The factors are the first file's (a single file's own); every other file
+    of a catalog is checked when a map first reads one of its dates. Files
+    given as bytes or file objects, and cubes already opened at a level
+    (``overview_level=``, a catalog's ``resolution=``), are shown from the
+    resolution they were opened at, every ``step``-th pixel.
     """
     # The levels the file's sidecar records, as rx.overview_factors reads them (that
     # function lives above the accessor this module serves; the sidecar is below both).
     from rumi_xarray.conventions import cf
 
     scenes = array.cube.scenes
-    if len(scenes) != 1 or not isinstance(scenes[0].source, str):
+    if any(not isinstance(s.source, str) or s.overview is not None for s in scenes):
         return [], None
-    source = scenes[0].source
-    factors = [int(f) for f in cf.read_source_sidecar(source, sidecar=True).overviews.factors]
+    factors = [int(f) for f in
+               cf.read_source_sidecar(scenes[0].source, sidecar=True).overviews.factors]
     if not factors:
         return [], None
 
-    def open_level(level: int) -> xr.Dataset:
-        return open_overview(source, level)
+    def open_level(level: int, scene: int) -> xr.Dataset:
+        return open_overview(scenes[scene].source, level)
 
     return factors, open_level
 
@@ -395,8 +465,8 @@ def open_overview(source: str, level: int) -> xr.Dataset:
 # --- reads ------------------------------------------------------------------------------
 
 
-def _timed_read(kind: str, array: RumiBackendArray, key: indexing.ExplicitIndexer
-                ) -> tuple[np.ndarray, Reading]:
+def _timed_read(kind: str, array: RumiBackendArray, key: indexing.ExplicitIndexer,
+                note: str = "") -> tuple[np.ndarray, Reading]:
     """Read ``array[key]`` through its lazy path; return it and its :class:`Reading`."""
     from rumi_xarray.native.reads import explain_calls
     from rumi_xarray.native.stats import snapshot
@@ -409,7 +479,7 @@ def _timed_read(kind: str, array: RumiBackendArray, key: indexing.ExplicitIndexe
     raw = array[key]
     seconds = time.perf_counter() - start
     calls = snapshot()["calls"] - before
-    return raw, Reading(kind=kind, planned=planned, calls=calls, seconds=seconds)
+    return raw, Reading(kind=kind, planned=planned, calls=calls, seconds=seconds, note=note)
 
 
 def read_map(source: ExploreSource, grid: MapGrid, t: int, bands: Sequence[int]
@@ -430,12 +500,21 @@ def read_map(source: ExploreSource, grid: MapGrid, t: int, bands: Sequence[int]
     Returns
     -------
     numpy.ndarray, Reading
+        A date whose file lacks the grid's level (a catalog of files written
+        with different overviews) is read at full resolution, each block's
+        first pixel, and the reading's ``note`` says so.
     """
-    array = source.level_array(grid.level)
-    key = indexing.OuterIndexer((int(source.times[t]),
+    readable = source.readable_grid(grid, t)
+    note = ("" if readable is grid else f"{source.date_file(t)} has no overview "
+            f"1:{grid.factor}: shown from full resolution")
+    found = source.level_read(readable.level, t)
+    assert found is not None  # readable_grid chose a level the date's file has
+    array, index = found
+    grid = readable
+    key = indexing.OuterIndexer((index,
                                  np.asarray([source.bands[b] for b in bands], dtype=np.int64),
                                  grid.rows, grid.cols))
-    raw, reading = _timed_read("map", array, key)
+    raw, reading = _timed_read("map", array, key, note)
     return source.decode(raw), reading
 
 

@@ -364,8 +364,11 @@ class Explorer(widgets.VBox):
             self.select_pixel(*self.pixel)
 
     def _draw_map(self, restretch: bool) -> None:
-        self.grid = self._plan()
-        values, reading = read_map(self.source, self.grid, self.t, self.bands)
+        planned = self._plan()
+        values, reading = read_map(self.source, planned, self.t, self.bands)
+        # The grid read: a date whose file lacks the level was read at full resolution,
+        # and a click on it maps to the very sample shown.
+        self.grid = self.source.readable_grid(planned, self.t)
         self._record(reading)
         self.map_reading = reading
         self.map_values = values

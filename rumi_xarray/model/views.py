@@ -185,6 +185,29 @@ class MapGrid:
         return (self._centre(self.row + i * self.step, self.full_height),
                 self._centre(self.col + j * self.step, self.full_width))
 
+    def at_full_resolution(self) -> MapGrid:
+        """Return the same map read from the full resolution: each block's first pixel.
+
+        For a date whose file lacks the level chosen (a catalog cube of files
+        written with different overviews): the map keeps its size and place.
+
+        Returns
+        -------
+        MapGrid
+
+        Examples
+        --------
+        >>> g = MapGrid(level=1, factor=4, row=2, col=3, step=2, height=5, width=6,
+        ...             full_height=64, full_width=64)
+        >>> full = g.at_full_resolution()
+        >>> (full.level, full.rows, full.cols, full.full_pixel(1, 1) == g.full_pixel(1, 1))
+        (None, slice(8, 48, 8), slice(12, 60, 8), False)
+        """
+        f = self.factor
+        return MapGrid(level=None, factor=1, row=self.row * f, col=self.col * f,
+                       step=self.step * f, height=self.height, width=self.width,
+                       full_height=self.full_height, full_width=self.full_width)
+
     def _centre(self, level_pixel: int, full: int) -> int:
         first = level_pixel * self.factor
         last = min(first + self.factor, full) - 1

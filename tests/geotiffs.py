@@ -180,10 +180,14 @@ def generated(directory: Path) -> list[Sample]:
         crs=CRS.from_proj4(GOES_PROJ), nodata=np.nan,
         transform=Affine(2004.0173154875411, 0.0, -3627271.341222082, 0.0,
                          -2004.0173154875411, 4589199.5878056))
-    # Ungeoreferenced: no CRS, no transform (GDAL's default grid).
-    out.append(Sample("ungeoreferenced_byte", write_geotiff(
-        directory / "ungeoreferenced_byte.tif", _field(rng, (1, 64, 80), 0, 255, np.uint8)),
-        False))
+    # Ungeoreferenced: no CRS, no transform (GDAL's default grid), on purpose, so rasterio's
+    # warning that it has none is expected here (and asserted: it must be what it seems).
+    from rasterio.errors import NotGeoreferencedWarning
+
+    with pytest.warns(NotGeoreferencedWarning):
+        out.append(Sample("ungeoreferenced_byte", write_geotiff(
+            directory / "ungeoreferenced_byte.tif", _field(rng, (1, 64, 80), 0, 255, np.uint8)),
+            False))
     return out
 
 

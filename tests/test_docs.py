@@ -16,6 +16,7 @@ import re
 import shutil
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import nbformat
@@ -358,16 +359,31 @@ def test_every_python_block_of_the_page_runs(page: Path, doc_data: Path, tmp_pat
     monkeypatch.chdir(tmp_path)
     namespace: dict[str, object] = {"__name__": "__doc__"}
     not_run = []
-    for line, code, reason in python_blocks(page.read_text()):
-        if reason is not None:
-            assert reason, f"{_page_id(page)}:{line}: a not-run block must say why"
-            not_run.append(f"{_page_id(page)}:{line}: {reason}")
-            continue
-        try:
-            exec(compile(code, f"{_page_id(page)}:{line}", "exec"), namespace)
-        except Exception as error:
-            raise AssertionError(f"the block at {_page_id(page)}:{line} fails: {error!r}") \
-                from error
+    text = page.read_text()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for line, code, reason in python_blocks(text):
+            if reason is not None:
+                assert reason, f"{_page_id(page)}:{line}: a not-run block must say why"
+                not_run.append(f"{_page_id(page)}:{line}: {reason}")
+                continue
+            try:
+                exec(compile(code, f"{_page_id(page)}:{line}", "exec"), namespace)
+            except Exception as error:
+                raise AssertionError(f"the block at {_page_id(page)}:{line} fails: "
+                                     f"{error!r}") from error
+    # A warning the user sees running the page's code is one the page tells them about:
+    # its message holds a phrase the page quotes. Deprecations inside libraries are not
+    # shown to users by Python's default filters (only those their own code triggers).
+    quoted = [" ".join(q.split()) for q in re.findall(r'"([^"`]{12,})"', text)]
+    hidden = DeprecationWarning | PendingDeprecationWarning
+    shown = [w for w in caught if not (issubclass(w.category, hidden)
+                                       and not w.filename.startswith(_page_id(page)))]
+    unexplained = sorted({f"{w.category.__name__}: {w.message} ({w.filename}:{w.lineno})"
+                          for w in shown
+                          if not any(q in " ".join(str(w.message).split()) for q in quoted)})
+    assert not unexplained, f"{_page_id(page)} runs into warnings it does not explain: " \
+                            f"{unexplained}"
     for entry in not_run:
         print("not run:", entry)
 

@@ -8,7 +8,6 @@ checked by tests/test_netcdf_cf.py.
 from __future__ import annotations
 
 import os
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -124,9 +123,9 @@ def test_round_trip_through_netcdf(original: Path, tmp_path: Path) -> None:
 def test_round_trip_through_zarr(original: Path, tmp_path: Path) -> None:
     pytest.importorskip("zarr")
     store = tmp_path / "scene.zarr"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # zarr v3 spec notes about strings
-        rx.open_dataset(original, chunks={}).to_zarr(store)
+    # Zarr 2: its fixed-length strings (the band labels) have a specification; Zarr 3's
+    # do not yet, and zarr-python warns on every such array.
+    rx.open_dataset(original, chunks={}).to_zarr(store, zarr_format=2)
     again = tmp_path / "again.rumi"
     code, _, err = convert("convert", store, again, "--tile-size", "16")
     assert code == 0, err

@@ -152,8 +152,9 @@ def test_dask_pad_box_and_reproject_fill_nan_as_rioxarray(files: dict[str, Sampl
     path = written["uint16_no_nodata", "to_rumi"]
     ours = xr.open_dataset(path, engine="rumi", chunks={},
                            mask_and_scale=True).band_data.isel(time=0)
+    # A dict: rioxarray's chunks=True passes dask a tuple, which dask now deprecates.
     theirs = rioxarray.open_rasterio(files["uint16_no_nodata"].path, mask_and_scale=True,
-                                     chunks=True)
+                                     chunks={})
     left, bottom, right, top = theirs.rio.bounds()
     box = (left - 300, bottom - 300, right + 300, top + 300)
     padded = ours.rio.pad_box(*box).compute()

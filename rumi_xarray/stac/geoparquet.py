@@ -299,9 +299,13 @@ def filter_expression(schema: Any, *, bbox: Sequence[float] | None = None,
 
         def cmp(column: str, op: str, when: Any) -> Any:
             kind = schema.field(column).type
-            value = pa.scalar(when.to_pydatetime() if kind.tz else
-                              when.tz_localize(None).to_pydatetime(), type=kind)
-            return getattr(pc.field(column), op)(value)
+            # The bound in the column's own unit, rounded into the interval (up for a
+            # lower bound, down for an upper one): a nanosecond bound such as a day's
+            # end keeps exactly the rows it selects on a microsecond column, where a
+            # datetime would truncate it (and pandas warn).
+            per_unit = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}[kind.unit]
+            count = -(-when.value // per_unit) if op == "__ge__" else when.value // per_unit
+            return getattr(pc.field(column), op)(pa.scalar(count, type=kind))
 
         instant = [cmp("datetime", "__ge__", lo)] if lo is not None else []
         instant += [cmp("datetime", "__le__", hi)] if hi is not None else []

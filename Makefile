@@ -111,6 +111,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/remote_open.py
 	$(PY) benchmarks/chips.py --karu
 	$(PY) benchmarks/overviews.py
+	$(PY) benchmarks/explore_click.py
 
 # The hostile-input property test with many more examples than `make test` runs, and the
 # soak tests (threads reading at once; no growth of descriptors, threads or memory) ten

@@ -324,12 +324,7 @@ GRIDS = {"finer-50m": GEOBOX, "coarser-150m": COARSER[150], "coarser-210m": COAR
 FAST_CASES = [("finer-50m", "bilinear"), ("finer-50m", "cubic"),
               ("coarser-150m", "bilinear"), ("coarser-150m", "cubic"),
               ("coarser-150m", "lanczos"), ("coarser-210m", "average")]
-#: sum onto the finer grid: a few hundred pixels of the two-CRS mosaic differ by up to
-#: 68 DN (and some in their nodata) from odc-stac; not understood yet.
-KNOWN_DIFFERENT = {("finer-50m", "sum")}
-SLOW_CASES = [pytest.param(grid, method, marks=[pytest.mark.slow] + (
-                  [pytest.mark.xfail(strict=True, reason="sum on a finer grid differs")]
-                  if (grid, method) in KNOWN_DIFFERENT else []))
+SLOW_CASES = [pytest.param(grid, method, marks=pytest.mark.slow)
               for grid in GRIDS for method in WARP_RESAMPLINGS
               if (grid, method) not in FAST_CASES]
 
@@ -347,6 +342,44 @@ def test_resampling_within_one_count_of_odc_stac(rumi_items, tif_items, grid, re
         # GDAL warps the same source pixels; only a few edge pixels round differently.
         assert np.abs(a - b).max() <= 1
         assert (a != b).mean() < 1e-3
+
+
+@pytest.mark.parametrize("tile", ["A", "B"])
+def test_sum_window_gives_gdal_the_pixels_of_the_whole_image(scenes, tile):
+    """GDAL's sum over a chunk depends on the source pixels it is handed, not only on those
+    under the chunk; odc.stac.load hands it the whole image. Given whole_image_window's
+    window it must give, chunk by chunk, exactly what it gives with the whole image."""
+    from odc.geo.overlap import compute_reproject_roi
+    from odc.geo.roi import roi_is_empty
+    from rasterio.warp import Resampling, reproject
+
+    from rumi_xarray.stac.plan import whole_image_window
+
+    scene = next(s for s in scenes if s["tile"] == tile)
+    src = scene["data"][0]
+    image = GeoBox(src.shape, Affine(*scene["transform"]), f"EPSG:{scene['epsg']}")
+
+    def warp(pixels: np.ndarray, gbox: GeoBox, dst: GeoBox) -> np.ndarray:
+        out = np.zeros(dst.shape.yx, dtype=pixels.dtype)
+        reproject(np.ascontiguousarray(pixels), out, src_transform=gbox.transform,
+                  src_crs=str(gbox.crs), src_nodata=NODATA, dst_transform=dst.transform,
+                  dst_crs=str(dst.crs), dst_nodata=NODATA, resampling=Resampling.sum)
+        return out
+
+    warped = 0
+    height, width = GEOBOX.shape.yx
+    for y in range(0, height, 96):
+        for x in range(0, width, 96):
+            chunk = GEOBOX[y:min(y + 96, height), x:min(x + 96, width)]
+            info = compute_reproject_roi(image, chunk)
+            if roi_is_empty(info.roi_dst):
+                continue
+            window = whole_image_window(info.roi_src, src.shape)
+            dst = chunk[info.roi_dst]
+            np.testing.assert_array_equal(warp(src[window], image[window], dst),
+                                          warp(src, image, dst))
+            warped += 1
+    assert warped >= 4
 
 
 def test_bbox_and_crs_like_odc_stac(rumi_items, tif_items):

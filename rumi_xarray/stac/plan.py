@@ -12,8 +12,11 @@ Pure planning, no I/O: what each output chunk reads and how it is assembled.
 3. **Block plan** (:func:`block_plan`), for one output chunk: per Item, the
    source window that covers the chunk and the part of the chunk it covers
    (odc-geo's ``compute_reproject_roi``, the same computation odc-stac
-   makes, so pasting versus resampling is decided alike); windows widened
-   to whole tile cells (the frames they touch, so no extra decoding); then
+   makes, so pasting versus resampling is decided alike), padded for wide
+   kernels (:func:`source_padding`) or, for ``sum``, widened until GDAL
+   picks in it the pixels it picks in the whole image
+   (:func:`whole_image_window`); windows widened to whole tile cells
+   (the frames they touch, so no extra decoding); then
    one native ``read_many`` call per *source group* (Items sharing frame
    layout, dtype, time steps and bands), windows made equal by widening
    them inside their images unless that would decode over 1.5x the frames,
@@ -28,7 +31,7 @@ import math
 from collections import defaultdict
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -37,11 +40,18 @@ from rumi_xarray.model.grid import Grid
 from rumi_xarray.model.planning import Call
 from rumi_xarray.stac.parse import StacSource
 
+if TYPE_CHECKING:
+    from odc.geo.types import NormalizedROI
+
 #: Widening windows to one size is accepted up to this many times the frames.
 WIDEN_LIMIT = 1.5
 #: Radius (output pixels) of GDAL's resampling kernels (its GWKGetFilterRadius); the
 #: others (bilinear, and average, mode and the other statistics) reach 1.
 KERNEL_RADIUS = {"nearest": 0, "cubic": 2, "cubic_spline": 2, "lanczos": 3, "gauss": 2}
+#: GDAL's warper gives its kernel the whole width (height) of the source it is handed
+#: when the pixels an output chunk needs span more than this share of it (its
+#: ComputeSourceWindow); below it, just those pixels.
+GDAL_FULL_SPAN = 0.9
 
 
 def source_padding(resampling: str, scale: float) -> int:
@@ -77,6 +87,59 @@ def source_padding(resampling: str, scale: float) -> int:
     if scale <= 1:
         return radius
     return math.ceil(radius * scale) + 1
+
+
+def whole_image_window(roi: NormalizedROI, shape: tuple[int, int]) -> tuple[slice, slice]:
+    """Return a source window in which GDAL's warper picks the pixels it picks in the image.
+
+    ``odc.stac.load`` hands GDAL the whole image and GDAL reads the pixels an
+    output chunk needs: on each axis, all of them when they span more than
+    :data:`GDAL_FULL_SPAN` of the image, else just those. Given a window
+    instead, GDAL applies that rule to the window: a tight one is taken
+    whole, a pixel or two wider than the image's choice. Most kernels do not
+    care; GDAL's ``sum`` (GDAL 3.10) does, as it maps every source pixel it
+    is given onto the output. A pixel straddling the line two source pixels
+    left or right of the chunk is taken for one crossing the antimeridian, and when its
+    inner corner lies within 1/1024 pixel of that line it becomes a sliver
+    stretched across the chunk, adding to one or two of its rows; and output
+    pixels no valid source pixel covers can get sums of ~1e-11, which a
+    16-bit output writes as 1 rather than nodata. A window this much wider
+    than ``roi`` (or the whole axis) makes GDAL pick the image's pixels
+    again, so both libraries sum the same ones.
+
+    Parameters
+    ----------
+    roi : (slice, slice)
+        Rows and columns the output chunk needs (odc-geo's ``roi_src``), within the
+        image.
+    shape : (int, int)
+        Height and width of the image.
+
+    Returns
+    -------
+    (slice, slice)
+        Rows and columns to read and hand to GDAL: ``roi`` widened so that it
+        spans at most :data:`GDAL_FULL_SPAN` of the window, or the whole axis.
+
+    Examples
+    --------
+    >>> whole_image_window((slice(40, 80), slice(0, 50)), (150, 180))
+    (slice(37, 83, None), slice(0, 57, None))
+    >>> whole_image_window((slice(10, 145), slice(60, 120)), (150, 180))
+    (slice(0, 150, None), slice(56, 124, None))
+    """
+    rows, cols = (_whole_image_span(int(r.start), int(r.stop), int(n))
+                  for r, n in zip(roi, shape, strict=True))
+    return rows, cols
+
+
+def _whole_image_span(start: int, stop: int, size: int) -> slice:
+    needed = stop - start
+    width = math.ceil(needed / GDAL_FULL_SPAN) + 1
+    if width >= size:
+        return slice(0, size)
+    end = min(size, max(0, start - (width - needed) // 2) + width)
+    return slice(end - width, end)
 
 
 @dataclass(frozen=True)
@@ -424,20 +487,31 @@ def block_plan(plan: LoadPlan, it: int, ib: int, iy: int, ix: int) -> BlockPlan:
     for s in sorted(steps):
         source = plan.sources[s]
         info = compute_reproject_roi(source.geobox, dst, ttol=ttol)
-        padding = source_padding(plan.resampling, max(info.scale2.xy))
-        if padding > 1 and not info.paste_ok:
-            # odc-geo pads source windows by 1 pixel: enough for bilinear on a finer
-            # grid, not for wider kernels nor for kernels GDAL widens on a coarser grid
-            # (mosaic.py lets it), which would see the window's edge instead of the image.
-            info = compute_reproject_roi(source.geobox, dst, ttol=ttol, padding=padding)
-        if roi_is_empty(info.roi_src) or roi_is_empty(info.roi_dst):
+        roi_src = info.roi_src
+        if plan.resampling == "sum" and not info.paste_ok:
+            # GDAL's sum depends on the source pixels it is handed, not only on those
+            # under the output: it is given those it takes from the whole image, as in
+            # odc.stac.load, and warps into odc-geo's roi_dst, as odc-stac does.
+            if not roi_is_empty(roi_src):
+                roi_src = whole_image_window(roi_src, source.geobox.shape.yx)
+        elif not info.paste_ok:
+            padding = source_padding(plan.resampling, max(info.scale2.xy))
+            if padding > 1:
+                # odc-geo pads source windows by 1 pixel: enough for bilinear on a finer
+                # grid, not for wider kernels nor for kernels GDAL widens on a coarser
+                # grid (mosaic.py lets it), which would see the window's edge instead of
+                # the image.
+                info = compute_reproject_roi(source.geobox, dst, ttol=ttol,
+                                             padding=padding)
+                roi_src = info.roi_src
+        if roi_is_empty(roi_src) or roi_is_empty(info.roi_dst):
             continue
-        rows, cols = info.roi_src
+        rows, cols = roi_src
         windows[s] = _Window(s, source.grid, (int(rows.start), int(rows.stop)),
                              (int(cols.start), int(cols.stop)), tuple(sorted(steps[s])),
                              plan.band_index[s][b0:b0 + nb], info.roi_dst,
                              bool(info.paste_ok and info.read_shrink == 1),
-                             source.geobox[info.roi_src], source.nodata)
+                             source.geobox[roi_src], source.nodata)
     reads, where = _calls(plan, list(windows.values()))
     out_layers = []
     for layer in layers:

@@ -203,6 +203,28 @@ def test_to_stac_item_fields(scenes, rumi_items):
     assert again.assets["data"].extra_fields["rumi:header"] == fields["rumi:header"]
 
 
+@pytest.mark.parametrize(("name", "left", "crosses"), [
+    ("kamchatka", 600000.0, True),   # UTM 60N, 160 km wide at 60 N: over 180 E
+    ("chukotka", 300000.0, False),   # the same zone, west of 180 E
+])
+def test_item_footprints_equal_odc_geos_and_split_at_the_antimeridian(tmp_path, name, left,
+                                                                      crosses):
+    path = tmp_path / f"{name}.rumi"
+    write_array(path, np.ones((1, 1, 64, 64), dtype=np.uint8), bands=["a"],
+                time=["2024-01-01"], transform=(2500.0, 0.0, left, 0.0, -2500.0, 6700000.0),
+                crs=32660, tile_size=64, progress=False)
+    item = rx.to_stac([path])[0]
+    gbox = GeoBox((64, 64), Affine(2500.0, 0.0, left, 0.0, -2500.0, 6700000.0), "EPSG:32660")
+    truth = gbox.footprint("epsg:4326", npoints=stac_items.FOOTPRINT_POINTS,
+                           wrapdateline=True)
+    assert item.geometry == truth.json
+    assert item.bbox == pytest.approx(list(truth.boundingbox))
+    assert item.geometry["type"] == ("MultiPolygon" if crosses else "Polygon")
+    west, _, east, _ = item.bbox
+    assert (west, east) == ((pytest.approx(-180, abs=1e-3), pytest.approx(180, abs=1e-3))
+                            if crosses else (west, east))
+
+
 def test_to_stac_time_series_and_intervals(tmp_path):
     data = np.arange(3 * 2 * 20 * 30, dtype=np.int16).reshape(3, 2, 20, 30)
     transform = (10.0, 0.0, 500000.0, 0.0, -10.0, 4000000.0)

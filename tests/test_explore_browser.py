@@ -25,6 +25,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.servers import RangeHTTPServer
+
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "explore.ipynb"
 #: Where a screenshot of the page after the click is kept for a reviewer.
@@ -63,11 +65,23 @@ def free_port() -> int:
 
 
 @pytest.fixture
-def voila(tmp_path: Path) -> Iterator[str]:
-    """Serve the explorer notebook with Voila on 127.0.0.1; yield its URL."""
+def files_server(tmp_path: Path) -> Iterator[RangeHTTPServer]:
+    """Serve the notebook's working folder over HTTP (range requests), before it is written."""
+    (tmp_path / "work").mkdir()
+    with RangeHTTPServer(tmp_path / "work") as server:
+        yield server
+
+
+@pytest.fixture
+def voila(tmp_path: Path, files_server: RangeHTTPServer) -> Iterator[str]:
+    """Serve the explorer notebook with Voila on 127.0.0.1; yield its URL.
+
+    The notebook also explores its series file as a URL, from ``files_server``.
+    """
     port = free_port()
     log = (tmp_path / "voila.log").open("w")
-    env = {**os.environ, "RUMI_NOTEBOOK_DIR": str(tmp_path / "work"), "MPLBACKEND": "Agg"}
+    env = {**os.environ, "RUMI_NOTEBOOK_DIR": str(tmp_path / "work"), "MPLBACKEND": "Agg",
+           "RUMI_EXPLORE_URL": files_server.url("series.rumi")}
     proc = subprocess.Popen(
         [sys.executable, "-m", "voila", str(NOTEBOOK), "--no-browser", f"--port={port}",
          "--Voila.ip=127.0.0.1", "--show_tracebacks=True"],
@@ -100,20 +114,45 @@ def attrs(locator) -> dict[str, str]:
     return locator.evaluate("e => Object.assign({}, e.dataset)")
 
 
-def wait_for_data(page, cls: str, condition: str, timeout: float = STEP_TIMEOUT) -> None:
-    """Wait until the first explorer's element of class ``cls`` meets a JS ``condition``.
+def wait_for_data(page, cls: str, condition: str, timeout: float = STEP_TIMEOUT,
+                  nth: int = 0) -> None:
+    """Wait until the ``nth`` explorer's element of class ``cls`` meets a JS ``condition``.
 
     The element is looked up afresh each time: an HTML widget replaces its content
     when its value changes, so a handle on the old element would never change.
     ``condition`` is an expression of ``d``, the element's ``dataset``.
     """
     page.wait_for_function(
-        f"() => {{ const e = document.querySelector('.rumi-explore .{cls}');"
+        f"() => {{ const x = document.querySelectorAll('.rumi-explore')[{nth}];"
+        f" const e = x && x.querySelector('.{cls}');"
         f" if (!e) return false; const d = e.dataset; return {condition}; }}",
         timeout=timeout * 1000)
 
 
-def test_slider_and_click_in_voila_plot_the_pixels_series(voila: str, tmp_path: Path) -> None:
+def click_map(page, nth: int, across: float, down: float) -> tuple[int, int]:
+    """Click the ``nth`` explorer's map in the middle of a sample; return the pixel under it."""
+    explorer = page.locator(".rumi-explore").nth(nth)
+    image = explorer.locator("img.rumi-explore-map")
+    shown = attrs(explorer.locator(".rumi-explore-map-info"))
+    box = image.bounding_box()
+    assert box is not None
+    height, width, step = (int(shown[k]) for k in ("height", "width", "step"))
+    i, j = math.floor(down * height), math.floor(across * width)
+    image.click(position={"x": (j + 0.5) * box["width"] / width,
+                          "y": (i + 0.5) * box["height"] / height})
+    row, col = int(shown["row0"]) + i * step, int(shown["col0"]) + j * step
+    try:
+        wait_for_data(page, "rumi-explore-series-info",
+                      f"d.row === '{row}' && d.col === '{col}'", nth=nth)
+    except playwright.TimeoutError:
+        info = attrs(explorer.locator(".rumi-explore-series-info"))
+        raise AssertionError(f"a click on explorer {nth} did not select pixel "
+                             f"{(row, col)}: {info}") from None
+    return row, col
+
+
+def test_slider_and_click_in_voila_plot_the_pixels_series(voila: str, tmp_path: Path,
+                                                         files_server: RangeHTTPServer) -> None:
     with playwright.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium(), args=["--no-sandbox"])
         try:
@@ -122,9 +161,9 @@ def test_slider_and_click_in_voila_plot_the_pixels_series(voila: str, tmp_path: 
             page.on("pageerror", lambda exc: errors.append(str(exc)))
             # Voila streams the page while the notebook runs: wait for its outputs, not "load".
             page.goto(voila, wait_until="commit", timeout=NOTEBOOK_TIMEOUT * 1000)
-            # The notebook has run when its last explorer (the catalog's) is shown.
+            # The notebook has run when its last explorer (the URL's) is shown.
             try:
-                page.wait_for_selector(".rumi-explore >> nth=1",
+                page.wait_for_selector(".rumi-explore >> nth=2",
                                        timeout=NOTEBOOK_TIMEOUT * 1000)
             except playwright.TimeoutError:
                 raise AssertionError(f"the notebook did not finish in Voila:\n"
@@ -155,19 +194,7 @@ def test_slider_and_click_in_voila_plot_the_pixels_series(voila: str, tmp_path: 
 
             # A click on the map, about 30 % across and 60 % down, in the middle of a
             # sample: the pixel under it is selected.
-            box = image.bounding_box()
-            assert box is not None
-            height, width, step = (int(shown[k]) for k in ("height", "width", "step"))
-            i, j = math.floor(0.6 * height), math.floor(0.3 * width)
-            image.click(position={"x": (j + 0.5) * box["width"] / width,
-                                  "y": (i + 0.5) * box["height"] / height})
-            row, col = int(shown["row0"]) + i * step, int(shown["col0"]) + j * step
-            try:
-                wait_for_data(page, "rumi-explore-series-info",
-                              f"d.row === '{row}' && d.col === '{col}'")
-            except playwright.TimeoutError:
-                raise AssertionError(f"the click did not select pixel {(row, col)}: "
-                                     f"{attrs(series_info)}") from None
+            row, col = click_map(page, 0, 0.3, 0.6)
             series = attrs(series_info)
             # One point per date for each band of the composite, from one read (none when
             # the tile cache held the cell already).
@@ -177,6 +204,22 @@ def test_slider_and_click_in_voila_plot_the_pixels_series(voila: str, tmp_path: 
             assert plot.evaluate("e => e.naturalWidth") > 300
             text = series_info.inner_text()
             assert f"Pixel row {row}, column {col}" in text and f"{N_DATES} points" in text
+            # The catalog's explorer (one file per date) and the URL's: a click plots the
+            # pixel's NIR at every date. The URL's map came over HTTP when the notebook ran;
+            # its click does too, unless the tile cache holds that cell already (no call).
+            assert files_server.requests("series.rumi"), "the URL was never read over HTTP"
+            for nth in (1, 2):
+                files_server.reset()
+                click_map(page, nth, 0.7, 0.25)
+                info = attrs(page.locator(".rumi-explore").nth(nth)
+                             .locator(".rumi-explore-series-info"))
+                assert (int(info["points"]), int(info["lines"])) == (N_DATES, 1), info
+                assert int(info["calls"]) <= 1
+                over_http = files_server.requests("series.rumi")
+                if nth == 1:
+                    assert not over_http, "the catalog's click read the series file's URL"
+                else:
+                    assert over_http or int(info["calls"]) == 0, info
             assert not errors, errors
             SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(SCREENSHOT), full_page=False)

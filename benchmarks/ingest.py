@@ -14,14 +14,16 @@ archives hold them), written by GDAL. The same inputs are turned into:
   rasterio, with the same number of processes (forked from this one);
 - Rumi files by a loop of ``rumi-xarray convert`` commands (one per scene).
 
-Printed per arm: wall time, CPU seconds (this process and its children),
-bytes out; then a pixel-series read (``--pixels`` random pixels, every date)
-on the two Rumi layouts and on the COGs (rasterio's ``sample``), each after
-one untimed read of other pixels (so that no arm pays the process's imports;
-``benchmarks/pixel_series.py`` compares this workload with the engine
-limit, repeated and over HTTP). Last, a
-plan-only run (``dry_run=True``) over 10,000 small Items: planning time and
-the client's peak Python memory (tracemalloc).
+Rounds (``--reps``) run the arms in turn, each round starting from the next
+arm, with the disk flushed (``os.sync``) before each, so that no arm pays for
+writing back another's output. Printed per arm, medians over the rounds: wall
+time, CPU seconds (this process and its children), bytes out; then a pixel-
+series read (``--pixels`` random pixels, every date) on the two Rumi layouts
+and on the COGs (rasterio's ``sample``), each after one untimed read of other
+pixels (so that no arm pays the process's imports;
+``benchmarks/pixel_series.py`` compares this workload with the engine limit,
+repeated and over HTTP). Last, a plan-only run (``dry_run=True``) over 10,000
+small Items: planning time and the client's peak Python memory (tracemalloc).
 
 The bar: ingest (scene layout) costs no more wall time than GDAL making COGs
 of the same inputs (ratio <= 1.0); the script exits 1 when it misses.
@@ -30,6 +32,7 @@ of the same inputs (ratio <= 1.0); the script exits 1 when it misses.
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import runpy
 import shutil
@@ -189,9 +192,13 @@ def main() -> int:
                                     "--no-progress"], check=True, capture_output=True)
                 return out
 
-            for name, fn in (("GDAL COG (ZSTD)", cogs), ("rx.ingest scene", scene),
-                             ("rx.ingest series", series), ("rx.ingest verify", verified),
-                             ("convert loop", convert_loop)):
+            arms = [("GDAL COG (ZSTD)", cogs), ("rx.ingest scene", scene),
+                    ("rx.ingest series", series), ("rx.ingest verify", verified),
+                    ("convert loop", convert_loop)]
+            # A different arm first each round, and the disk flushed before each: an arm
+            # run right after another paid for writing back the previous arm's output.
+            for name, fn in arms[rep % len(arms):] + arms[:rep % len(arms)]:
+                os.sync()
                 results.setdefault(name, []).append(arm(name, fn))
         lines = [f"inputs: {args.scenes} scenes, 3 x {args.size}^2 uint16, deflate GeoTIFF, "
                  f"{bytes_in / 2**20:.1f} MiB; {args.workers} processes; median of "

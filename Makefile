@@ -85,7 +85,8 @@ demo: $(STAMP_CORE)
 	@echo "==> [demo] writing a small Rumi time series to demo-data/ and analysing it"
 	$(PY) -m rumi_xarray demo --out demo-data
 
-# The suite without its slow cases (`make bench` runs those), then the dask-facing tests
+# The suite without its slow cases (`make bench` runs those; mypy, among them, is
+# `make lint`'s, which CI runs after this), then the dask-facing tests
 # again under dask's array query planning, announced to become dask's default. Both spread
 # over TEST_WORKERS pytest-xdist workers (one per core here); `--dist loadgroup` keeps each
 # test file on one worker (tests/conftest.py), so its module fixtures are made once, and

@@ -295,20 +295,21 @@ def test_a_file_without_overviews_is_shown_strided_from_full_resolution(files):
 
 
 def test_a_catalog_cube_maps_each_date_from_its_files_overview(tmp_path):
-    # Three dates, one file each: the first two written with levels 1:2 and 1:4, the
-    # third without (an archive ingested before overviews were asked for).
+    # Three dates, one file each: the first written with levels 1:2 and 1:4, the second
+    # with 1:4 alone (its level 0), the third without (an archive ingested before
+    # overviews were asked for).
     scene = synthetic.scene_series(n_dates=3, size=512)
     paths, headers = [], []
-    for t in range(3):
+    for t, overviews in enumerate(([2, 4], [4], None)):
         path = tmp_path / f"date{t}.rumi"
         headers.append(rx.to_rumi(scene.isel(time=[t]), path, tile_size=64,
-                                  overviews=[2, 4] if t < 2 else None, progress=False))
+                                  overviews=overviews, progress=False))
         paths.append(path)
     cube = rx.open_catalog(rx.catalog([str(p) for p in paths]))
     ex = cube.rumi.explore(band="nir", max_pixels=128)
-    for t in (0, 1):
+    for t, own_level in ((0, 1), (1, 0)):
         ex.show_date(t)
-        level = xr.open_dataset(paths[t], engine="rumi", overview_level=1).band_data
+        level = xr.open_dataset(paths[t], engine="rumi", overview_level=own_level).band_data
         # The whole 512-pixel image from that date's own 1:4 level: 128 samples a side.
         assert (ex.grid.level, ex.grid.factor, ex.grid.step, ex.grid.height) == (1, 4, 1, 128)
         np.testing.assert_array_equal(ex.map_values, level.isel(time=0, band=[3]).values)

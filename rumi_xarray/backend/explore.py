@@ -262,15 +262,19 @@ class ExploreSource:
         file = cube.scenes[scene]
         if self.open_level is None:
             return None
+        own = level
         if scene:
-            # Another file of a catalog: it may have been written without these levels
-            # (its sidecar says which it has; the first file's were read already).
+            # Another file of a catalog: it may have been written with other levels (its
+            # sidecar says which; the first file's were read already). Its level of the
+            # same factor is read, wherever it is in its list; none: full resolution.
             from rumi_xarray.conventions import cf
 
-            factors = list(cf.read_source_sidecar(file.source, sidecar=True).overviews.factors)
-            if factors[:level + 1] != self.factors[:level + 1]:
+            factors = [int(f) for f in
+                       cf.read_source_sidecar(file.source, sidecar=True).overviews.factors]
+            if self.factors[level] not in factors:
                 return None
-        ds = self.open_level(level, scene)
+            own = factors.index(self.factors[level])
+        ds = self.open_level(own, scene)
         located = find_backend(ds["band_data"].variable._data)
         steps = cube.scene_grid(scene).time_count
         if located is None or located[0].shape[:2] != (steps, cube.shape[1]):

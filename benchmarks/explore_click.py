@@ -74,30 +74,12 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 import numpy as np  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
-REGEX = r"_(\d{8})_"
-#: GDAL's settings for reading over HTTP, as benchmarks/pixel_series.py sets them.
-GDAL_HTTP = {"GDAL_DISABLE_READDIR_ON_OPEN": "EMPTY_DIR",
-             "CPL_VSIL_CURL_ALLOWED_EXTENSIONS": ".tif",
-             "VSI_CACHE": "FALSE"}
 #: The three bands (no common names: shown as an RGB composite), each a line of the series.
 BANDS = ("1", "2", "3")
 #: How the rioxarray arms open the GeoTIFFs (see the module docstring).
 MODES = ("lazy", "dask", "dask nolock", "dask blocks", "dask blocks threads")
 #: CSS width of the explorer's map (its default ``size``): where a click falls in it.
 MAP_CSS = 512
-
-
-def prepare(root: Path, dates: int, size: int) -> None:
-    """Write the GeoTIFFs, the Rumi scene files + catalog and the COGs."""
-    import rumi_xarray as rx
-
-    ingest = runpy.run_path(str(HERE / "outfile.py"))["bench_module"]("ingest")
-    (root / "src").mkdir(parents=True)
-    sources = [str(p) for p in ingest.make_scenes(root / "src", dates, size)]
-    rx.ingest(sources, root / "scene", time=REGEX, max_workers=0, progress=False)
-    (root / "cog").mkdir()
-    for src in sources:
-        ingest._cog((src, str(root / "cog" / Path(src).name)))
 
 
 # --- a click, as each arm answers it -----------------------------------------------------
@@ -299,11 +281,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="keep the data here and reuse it when present (default: a "
                              "temporary folder, removed)")
     args = parser.parse_args(argv)
-    for key, value in GDAL_HTTP.items():
-        os.environ.setdefault(key, value)
     outfile = runpy.run_path(str(HERE / "outfile.py"))
     httpserve = outfile["bench_module"]("httpserve")
+    # Its data (without the series file), its GDAL settings and its catalog of URLs.
     pixel_series = outfile["bench_module"]("pixel_series")
+    for key, value in pixel_series.GDAL_HTTP.items():
+        os.environ.setdefault(key, value)
     import matplotlib
     import rasterio
     import rioxarray
@@ -316,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if not stamp.exists():
             shutil.rmtree(root, ignore_errors=True)
-            prepare(root, args.dates, args.size)
+            pixel_series.prepare(root, args.dates, args.size, series=False)
             stamp.touch()
         cogs = sorted(p.name for p in (root / "cog").glob("*.tif"))
         tile = int(rumi.info(source=str(next((root / "scene").glob("*.rumi")))).tile[0])

@@ -68,18 +68,26 @@ import numpy as np  # noqa: E402
 HERE = Path(__file__).resolve().parent
 ENGINE_BAR = 1.25
 REGEX = r"_(\d{8})_"
+#: GDAL's settings for reading the COGs over HTTP (benchmarks/explore_click.py uses them too).
+GDAL_HTTP = {"GDAL_DISABLE_READDIR_ON_OPEN": "EMPTY_DIR",
+             "CPL_VSIL_CURL_ALLOWED_EXTENSIONS": ".tif",
+             "VSI_CACHE": "FALSE"}
 
 
-def prepare(root: Path, scenes: int, size: int) -> None:
-    """Write the GeoTIFFs, the Rumi scene files + catalog, a series file and the COGs."""
+def prepare(root: Path, scenes: int, size: int, series: bool = True) -> None:
+    """Write the GeoTIFFs, the Rumi scene files + catalog, a series file and the COGs.
+
+    ``series=False`` leaves the series file out.
+    """
     import rumi_xarray as rx
 
     ingest = runpy.run_path(str(HERE / "outfile.py"))["bench_module"]("ingest")
     (root / "src").mkdir(parents=True)
     sources = [str(p) for p in ingest.make_scenes(root / "src", scenes, size)]
     rx.ingest(sources, root / "scene", time=REGEX, max_workers=0, progress=False)
-    rx.ingest(sources, root / "series", time=REGEX, layout="series", max_workers=0,
-              progress=False)
+    if series:
+        rx.ingest(sources, root / "series", time=REGEX, layout="series", max_workers=0,
+                  progress=False)
     (root / "cog").mkdir()
     for src in sources:
         ingest._cog((src, str(root / "cog" / Path(src).name)))
@@ -405,9 +413,7 @@ def main(argv: list[str] | None = None) -> int:
                       for k, m in first.items()]
         if not args.no_http:
             httpserve = outfile["bench_module"]("httpserve")
-            for key, value in {"GDAL_DISABLE_READDIR_ON_OPEN": "EMPTY_DIR",
-                               "CPL_VSIL_CURL_ALLOWED_EXTENSIONS": ".tif",
-                               "VSI_CACHE": "FALSE"}.items():
+            for key, value in GDAL_HTTP.items():
                 os.environ.setdefault(key, value)
             with httpserve.ServerProcess(root, latency_ms=args.latency_ms) as server:
                 table = url_table(root, server.base_url)

@@ -251,11 +251,15 @@ class ExploreSource:
         if level is None:
             return self.array, step
         scene, index = self.array.cube.steps[step]
+        array = self._level(level, scene)
+        return None if array is None else (array, index)
+
+    def _level(self, level: int, scene: int) -> RumiBackendArray | None:
+        """Return overview ``level`` of file ``scene``, opened once (None: it has none)."""
         key = (level, scene)
         if key not in self._levels:
             self._levels[key] = self._open_level(level, scene)
-        array = self._levels[key]
-        return None if array is None else (array, index)
+        return self._levels[key]
 
     def _open_level(self, level: int, scene: int) -> RumiBackendArray | None:
         cube = self.array.cube
@@ -295,10 +299,7 @@ class ExploreSource:
         -------
         tuple of int
         """
-        found = self._levels.get((level, 0))
-        if found is None:
-            found = self._open_level(level, 0)
-            self._levels[(level, 0)] = found
+        found = self._level(level, 0)
         assert found is not None  # the first file's levels are self.factors
         return int(found.shape[-2]), int(found.shape[-1])
 
